@@ -1,0 +1,1 @@
+//! Floodgate end-to-end support.
