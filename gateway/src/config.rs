@@ -1,0 +1,119 @@
+//! Every setting is a flag and an environment variable; with none set the gateway runs the
+//! embedded default (SQLite file, in-memory queue, in-process simulated payments, demo event).
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use clap::Parser;
+use ipnet::IpNet;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "gateway", about = "Floodgate: a virtual waiting room in front of a reservation core")]
+pub struct Config {
+    /// Address to serve on (`127.0.0.1:0` picks a free port and logs it).
+    #[arg(long, env = "FLOODGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// `postgres://…` or `sqlite:…`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite:floodgate.db")]
+    pub database_url: String,
+
+    /// `redis://…` (several comma-separated nodes = Redis Cluster); unset = in-memory queue.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Bearer key of the organizer API; generated once and kept in the database when unset.
+    #[arg(long, env = "FLOODGATE_ORGANIZER_KEY")]
+    pub organizer_key: Option<Secret>,
+
+    /// HS256 secret for queue and admission tokens; generated once and kept when unset.
+    #[arg(long, env = "FLOODGATE_TOKEN_SECRET")]
+    pub token_secret: Option<Secret>,
+
+    /// `kid:secret,…` for key rotation: the first signs, all verify.
+    #[arg(long, env = "FLOODGATE_TOKEN_SECRETS")]
+    pub token_secrets: Option<Secret>,
+
+    /// Base URL of the Stripe-shaped payment provider; unset = in-process simulated provider.
+    #[arg(long, env = "FLOODGATE_PAYMENT_URL")]
+    pub payment_url: Option<String>,
+
+    /// API key of the payment provider.
+    #[arg(long, env = "FLOODGATE_PAYMENT_KEY")]
+    pub payment_key: Option<Secret>,
+
+    /// Webhook signature secret; generated and kept when unset.
+    #[arg(long, env = "FLOODGATE_WEBHOOK_SECRET")]
+    pub webhook_secret: Option<Secret>,
+
+    /// Joins per client address per minute.
+    #[arg(long, env = "FLOODGATE_JOIN_LIMIT_PER_MIN", default_value_t = 60)]
+    pub join_limit_per_min: u32,
+
+    /// CIDRs of proxies whose `X-Forwarded-For` is believed, comma-separated.
+    #[arg(long, env = "FLOODGATE_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpNet>,
+
+    /// Seed the `demo` event; on by default with a SQLite database (the embedded default).
+    #[arg(long, env = "FLOODGATE_DEMO")]
+    pub demo: Option<bool>,
+
+    /// `json` for JSON logs, anything else for text.
+    #[arg(long, env = "FLOODGATE_LOG", default_value = "text")]
+    pub log: String,
+}
+
+impl Config {
+    pub fn demo_enabled(&self) -> bool {
+        self.demo.unwrap_or_else(|| self.database_url.starts_with("sqlite:"))
+    }
+}
+
+/// A secret setting: never shown by `Debug` or in logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_show_in_debug() {
+        let config = Config::parse_from(["gateway", "--organizer-key", "hunter2"]);
+        assert!(!format!("{config:?}").contains("hunter2"));
+        assert_eq!(config.organizer_key.as_ref().map(Secret::expose), Some("hunter2"));
+    }
+
+    #[test]
+    fn demo_defaults_on_for_sqlite_only() {
+        let sqlite = Config::parse_from(["gateway", "--database-url", "sqlite:x.db"]);
+        assert!(sqlite.demo_enabled());
+        let pg = Config::parse_from(["gateway", "--database-url", "postgres://h/db"]);
+        assert!(!pg.demo_enabled());
+        let forced = Config::parse_from(["gateway", "--database-url", "postgres://h/db", "--demo", "true"]);
+        assert!(forced.demo_enabled());
+    }
+}

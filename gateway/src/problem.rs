@@ -1,0 +1,106 @@
+//! Every 4xx/5xx answer is `application/problem+json` with one of API.md's codes. The mapping
+//! from the libraries' typed errors to these answers lives in `errors.rs`, in one place.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub detail: String,
+    /// Extra members of the body (e.g. `seats` for `seat_unavailable`).
+    pub extra: Map<String, Value>,
+    /// Seconds for the `Retry-After` header (429 and 503).
+    pub retry_after: Option<u64>,
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+        Self { status, code, detail: detail.into(), extra: Map::new(), retry_after: None }
+    }
+
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", detail)
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", detail)
+    }
+
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+    }
+
+    pub fn overloaded(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", detail).retry_after(1)
+    }
+
+    /// An internal failure: logged once where it happened, shown to the client generically.
+    pub fn internal() -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "an internal error occurred")
+    }
+
+    fn title(&self) -> &'static str {
+        self.status.canonical_reason().unwrap_or("Error")
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let mut body = json!({
+            "type": format!("https://floodgate.dev/problems/{}", self.code),
+            "title": self.title(),
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+            "code": self.code,
+        });
+        if let Value::Object(map) = &mut body {
+            map.extend(self.extra);
+        }
+        let mut response = (self.status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn renders_problem_json_with_code_and_extras() {
+        let response = Problem::new(StatusCode::CONFLICT, "seat_unavailable", "taken")
+            .with("seats", json!(["A-1"]))
+            .into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/problem+json");
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["code"], "seat_unavailable");
+        assert_eq!(body["status"], 409);
+        assert_eq!(body["seats"], json!(["A-1"]));
+    }
+
+    #[tokio::test]
+    async fn overloaded_has_retry_after() {
+        let response = Problem::overloaded("database away").into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+    }
+}
