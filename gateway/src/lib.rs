@@ -5,12 +5,16 @@
 //! - `listener`, `shutdown`, `telemetry`: process plumbing.
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
+//! - `overload`, `request_span`, `metrics`: load shedding, request spans, Prometheus.
 
 pub mod client_ip;
 pub mod config;
 pub mod extract;
 pub mod listener;
+pub mod metrics;
+pub mod overload;
 pub mod problem;
+pub mod request_span;
 pub mod shutdown;
 pub mod telemetry;
 
