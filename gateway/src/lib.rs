@@ -12,6 +12,7 @@ pub mod config;
 pub mod extract;
 pub mod listener;
 pub mod metrics;
+pub mod openapi;
 pub mod overload;
 pub mod problem;
 pub mod request_span;
