@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod overload;
 pub mod problem;
 pub mod request_span;
+pub mod seat_cache;
 pub mod shutdown;
 pub mod telemetry;
 

@@ -1,0 +1,101 @@
+//! The seat map and "seats left" per event, cached and refreshed at most once a second. Both
+//! may lag by design: they are shown to buyers, never used to decide anything (the conditional
+//! UPDATE decides). Concurrent misses for one event wait for one load instead of each querying.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+pub const MAX_AGE: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct SeatSnapshot {
+    /// The `GET …/seats` body, serialized once per refresh.
+    pub body: Bytes,
+    /// A strong ETag of the body.
+    pub etag: String,
+    pub seats_left: u64,
+    taken_at: Instant,
+}
+
+impl SeatSnapshot {
+    pub fn new(body: Bytes, seats_left: u64) -> Self {
+        let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..12]));
+        Self { body, etag, seats_left, taken_at: Instant::now() }
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct SeatCache {
+    entries: Arc<Mutex<HashMap<String, Slot>>>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<SeatSnapshot>>>;
+
+impl SeatCache {
+    /// The event's snapshot, loading a new one with `load` when the cached one is older than
+    /// `MAX_AGE`. Only one load per event runs at a time; the others wait for its result.
+    pub async fn get<F, Fut, E>(&self, event: &str, load: F) -> Result<SeatSnapshot, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<SeatSnapshot, E>>,
+    {
+        let slot = {
+            let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            entries.entry(event.to_owned()).or_default().clone()
+        };
+        let mut cached = slot.lock().await;
+        if let Some(snapshot) = cached.as_ref().filter(|s| s.taken_at.elapsed() < MAX_AGE) {
+            return Ok(snapshot.clone());
+        }
+        let fresh = load().await?;
+        *cached = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Forget an event's snapshot (after an organizer adds seats).
+    pub fn invalidate(&self, event: &str) {
+        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn concurrent_misses_load_once_and_fresh_hits_do_not_load() {
+        let cache = SeatCache::default();
+        let loads = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let (cache, loads) = (cache.clone(), loads.clone());
+            tasks.push(tokio::spawn(async move {
+                cache
+                    .get("e1", || async {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        Ok::<_, ()>(SeatSnapshot::new(Bytes::from_static(b"{}"), 3))
+                    })
+                    .await
+            }));
+        }
+        for task in tasks {
+            assert_eq!(task.await.unwrap().unwrap().seats_left, 3);
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn etag_changes_with_the_body() {
+        let a = SeatSnapshot::new(Bytes::from_static(b"a"), 1);
+        let b = SeatSnapshot::new(Bytes::from_static(b"b"), 1);
+        assert_ne!(a.etag, b.etag);
+        assert!(a.etag.starts_with('"') && a.etag.ends_with('"'));
+    }
+}
