@@ -7,6 +7,8 @@ create table events (
     name                text not null,
     opens_at            integer not null,
     hold_ttl_s          integer not null default 300 check (hold_ttl_s > 0),
+    -- Test-only override of hold_ttl_s in milliseconds (expiry races need 150 ms holds).
+    hold_ttl_ms         integer check (hold_ttl_ms > 0),
     max_hold_s          integer not null default 900 check (max_hold_s > 0),
     max_seats_per_hold  integer not null default 6 check (max_seats_per_hold > 0),
     resolve_s           integer not null default 60 check (resolve_s > 0),
