@@ -68,6 +68,8 @@ create table seats (
 -- General admission picks free rows of a section; counts by state.
 create index seats_by_section_state on seats (event_id, section, state);
 create index seats_by_hold on seats (hold_id) where hold_id is not null;
+-- The sweeper finds expired held rows without scanning every seat.
+create index seats_held_expiry on seats (hold_expires_at) where state = 'held';
 
 -- One admission session per ticket: claiming twice returns the same session.
 create table admission_sessions (

@@ -230,8 +230,8 @@ impl Store {
     async fn sweep_once(&self, batch: i64) -> Result<Swept, Error> {
         let mut tx = self.begin().await?;
         let holds: Vec<String> = sqlx::query_scalar(self.sql(
-            "select hold_id from holds where state = 'held' and expires_at <= NOW \
-             order by expires_at limit $1",
+            "select distinct hold_id from seats where state = 'held' and hold_expires_at <= NOW \
+             limit $1",
         ))
         .bind(batch)
         .fetch_all(&mut *tx)
