@@ -81,7 +81,7 @@ impl Admission {
         handle.feed.send_replace(snapshot.clone());
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
-            let due = out.now - *last >= self.inner.cfg.checkpoint_every.as_millis() as i64;
+            let due = out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
             if due {
                 *last = out.now;
             }

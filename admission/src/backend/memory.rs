@@ -217,7 +217,8 @@ impl MemoryQueue {
                 cursor: q.cursor.unwrap_or(0),
                 ahead: q.z.len() as u64,
                 seq: q.seq,
-                open_offers: (q.offers.len() + q.pending.len()) as u64,
+                // Claims in flight are (or are about to be) active sessions.
+                open_offers: q.offers.len() as u64,
                 lapsed: q.lapsed,
                 epoch: ep,
                 now: clock.now_ms().max(now),
@@ -247,6 +248,10 @@ fn meter_for<'q>(slot: &'q mut Option<(u32, Meter)>, rate: u32, clock: &Clock) -
             .expect("rate > 0 gives a non-zero period")
             .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
         let meter = RateLimiter::direct_with_clock(quota, clock.clone());
+        if slot.is_some() {
+            // A changed rate starts from an empty bucket, as the Redis GCRA keeps its tat.
+            let _ = meter.check_n(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
+        }
         *slot = Some((rate, meter));
     }
     &slot.as_ref().expect("set just above").1

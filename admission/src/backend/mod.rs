@@ -96,6 +96,7 @@ pub(crate) struct TickOutcome {
     pub cursor: u64,
     pub ahead: u64,
     pub seq: u64,
+    /// Offers not yet claimed (claims in flight are not counted here).
     pub open_offers: u64,
     pub lapsed: u64,
     pub epoch: String,

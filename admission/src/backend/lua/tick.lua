@@ -64,5 +64,6 @@ if opened and not hold and now >= num(K.grace) and rate > 0 and slots > 0 and av
     open = open + k
   end
 end
+-- Open offers exclude claims in flight: those are (or are about to be) active sessions.
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
-  ahead = zc, seq = seqn, open_offers = open, lapsed = num(K.lapsed), epoch = ep, now = now})
+  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now})
