@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) cfg: AdmissionConfig,
     pub(crate) limiter: JoinLimiter,
     pub(crate) events: Mutex<HashMap<String, Arc<EventHandle>>>,
+    /// Wakes `run_meter` early (a session ended, so a slot is free).
+    pub(crate) wake: tokio::sync::Notify,
 }
 
 /// The waiting room. Cheap to clone; one per gateway process.
@@ -90,6 +92,7 @@ impl Admission {
                 db,
                 cfg,
                 events: Mutex::new(HashMap::new()),
+                wake: tokio::sync::Notify::new(),
             }),
         })
     }

@@ -140,12 +140,13 @@ impl Admission {
         Ok(())
     }
 
-    /// A session ended (confirmed, released, expired, abandoned): record it and give its slot
-    /// back to the meter at once.
+    /// A session ended (confirmed, released, expired, abandoned): record it and wake the meter
+    /// so its slot goes back into the flow without waiting for the next tick.
     #[tracing::instrument(skip_all, err, fields(event))]
     pub async fn session_ended(&self, event: &str, session_id: &str) -> Result<(), AdmissionError> {
         self.inner.db.end_session(event, session_id, "ended").await?;
-        self.tick(event).await.map(|_| ())
+        self.inner.wake.notify_one();
+        Ok(())
     }
 
     /// Ticks every known event (joined, subscribed or ticked here) every `tick_interval` until
@@ -159,7 +160,12 @@ impl Admission {
             tokio::select! {
                 () = &mut shutdown => return,
                 _ = evict.tick() => self.inner.limiter.evict_stale(),
-                _ = every.tick() => {
+                _ = async {
+                    tokio::select! {
+                        _ = every.tick() => {}
+                        () = self.inner.wake.notified() => {}
+                    }
+                } => {
                     let events: Vec<String> = lock(&self.inner.events).keys().cloned().collect();
                     for event in events {
                         if let Err(error) = self.tick(&event).await {

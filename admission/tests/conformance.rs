@@ -109,7 +109,7 @@ async fn cap_holds(kind: Kind) {
     let joined = h.join_n(300).await;
     let mut all = Vec::new();
     let mut live: Vec<(String, u32)> = Vec::new();
-    for round in 0..2_000u32 {
+    for round in 0..3_000u32 {
         h.advance(TICK).await;
         let r = h.tick().await;
         let s = &r.snapshot;
@@ -135,7 +135,9 @@ async fn cap_holds(kind: Kind) {
         }
         live = keep;
     }
-    assert_eq!(all.len(), 300, "everyone was offered");
+    let last = h.tick().await.snapshot;
+    let active = h.db.active_sessions(&h.event).await.expect("active");
+    assert_eq!(all.len(), 300, "everyone was offered: {active} active, {last:?}");
     assert!(all.windows(2).all(|w| w[0] < w[1]), "offers in queue order");
 }
 both!(cap_holds);
