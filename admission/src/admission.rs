@@ -312,7 +312,7 @@ impl Admission {
                 let s = db
                     .open_session(event, &claims.ticket_id, claims.seq, control.session_s)
                     .await?;
-                match self.inner.backend.claim_done(event, claims.seq).await {
+                match self.inner.backend.claim_done(event, claims.seq, now).await {
                     Ok(()) | Err(BackendError::Lost) => {}
                     Err(e) => return Err(e.into()),
                 }

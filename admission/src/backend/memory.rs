@@ -10,7 +10,7 @@ use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 use governor::state::{InMemoryState, NotKeyed};
 
 use super::{
-    BackendError, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
     TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::{Clock, UnixMs};
@@ -150,8 +150,19 @@ impl MemoryQueue {
         }))
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64) -> Result<(), BackendError> {
-        self.with(event, |q| q.claimed.insert(seq));
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
+        let now = self.now(now);
+        self.with(event, |q| {
+            q.claimed.insert(seq);
+            if let Some(until) = q.pending.get_mut(&seq) {
+                *until = now + CLAIM_SETTLE_MS;
+            }
+        });
         Ok(())
     }
 

@@ -116,6 +116,10 @@ pub(crate) struct RecoverArgs<'a> {
 /// just before the session was inserted, so the cap holds without a lock across the database.
 pub(crate) const CLAIM_SLOT_MS: i64 = 3_000;
 
+/// Once the session is in the database, its claim stays counted this much longer: long enough
+/// for any tick that read the active count before the insert to finish.
+pub(crate) const CLAIM_SETTLE_MS: i64 = 1_000;
+
 /// GCRA burst tolerance: a quarter second of the rate, so a 100 ms tick never lags behind it.
 pub(crate) fn tolerance_ms(rate_per_min: u32) -> i64 {
     let interval = 60_000.0 / f64::from(rate_per_min.max(1));
@@ -164,8 +168,13 @@ impl Backend {
         dispatch!(self.claim_start(event, seq, now))
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64) -> Result<(), BackendError> {
-        dispatch!(self.claim_done(event, seq))
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
+        dispatch!(self.claim_done(event, seq, now))
     }
 
     pub(crate) async fn tick(

@@ -7,7 +7,7 @@ use redis::{RedisResult, Script};
 use serde::Deserialize;
 
 use super::{
-    BackendError, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
     TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::UnixMs;
@@ -179,9 +179,14 @@ impl RedisQueue {
         })
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64) -> Result<(), BackendError> {
-        // Time does not matter here; -1 lets the prelude read TIME harmlessly.
-        self.run(&self.scripts.claim_done, event, None, &[seq.to_string()])
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
+        let argv = [seq.to_string(), CLAIM_SETTLE_MS.to_string()];
+        self.run(&self.scripts.claim_done, event, now, &argv)
             .await
             .map(|_| ())
     }
