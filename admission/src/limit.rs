@@ -70,7 +70,7 @@ mod tests {
         assert!((1..=21).contains(&retry), "retry after {retry}s");
         assert!(limiter.check(b).is_ok(), "another address has its own budget");
         assert_eq!(limiter.tracked(), 2);
-        tokio::time::advance(Duration::from_secs(61)).await;
+        tokio::time::advance(Duration::from_secs(81)).await;
         limiter.evict_stale();
         assert_eq!(limiter.tracked(), 0, "refilled buckets are evicted");
         assert!(limiter.check(a).is_ok());
