@@ -1,1 +1,3 @@
 //! Floodgate reservation core.
+pub mod failpoint;
+pub mod payments;
