@@ -169,7 +169,12 @@ async fn error_card_is_ambiguous_and_creates_nothing() {
     let sim = simulator().await;
     let p = client(&sim, 2_000);
     let out = p.authorize(&request("att-err", "pm_card_error")).await;
-    assert_eq!(out, Outcome::Ambiguous { why: "provider answered 500".into() });
+    assert_eq!(
+        out,
+        Outcome::Ambiguous {
+            why: "provider answered 500".into()
+        }
+    );
     assert_eq!(p.search("att-err").await, Outcome::NotFound);
     let ledger = sim.simulator.ledger();
     assert!(!ledger.attempts.contains_key("att-err"));
