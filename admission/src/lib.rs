@@ -1,1 +1,41 @@
-//! Floodgate admission.
+//! Floodgate admission: the waiting room in front of the reservation core (DESIGN §3).
+//! No HTTP and no SQL: what it needs from the database it asks through [`AdmissionDb`].
+//!
+//! # Layout
+//! - `admission`: the [`Admission`] facade: join, status, claim, token checks, fairness
+//! - `meter`: ticks (offers within rate and cap), the run loop, Redis-loss recovery
+//! - `backend/`: the queue state, in memory or in Redis (Lua scripts in `backend/lua/`)
+//! - `token`: queue and admission JWTs, the key ring
+//! - `fairness`: the seeded pre-queue permutation and its commitment
+//! - `status`, `snapshot`: what buyers are told; the per-tick change feed
+//! - `limit`: the join limit per client address
+//! - `db`: the [`AdmissionDb`] trait the gateway implements
+//! - `clock`, `config`, `error`
+//! - `testing` (feature): an in-memory `AdmissionDb`
+
+mod admission;
+mod backend;
+mod clock;
+mod config;
+mod db;
+mod error;
+mod fairness;
+mod limit;
+mod meter;
+mod snapshot;
+mod status;
+mod token;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use admission::{Admission, Admitted, Joined};
+pub use clock::{Clock, UnixMs};
+pub use config::AdmissionConfig;
+pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+pub use error::{AdmissionError, InvalidToken, StorageError};
+pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
+pub use meter::TickReport;
+pub use snapshot::{EventState, Snapshot};
+pub use status::{QueueStatus, Status};
+pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};

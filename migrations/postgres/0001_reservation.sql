@@ -1,11 +1,24 @@
 -- The reservation core (DESIGN §4). Ids are text everywhere so both dialects share one
 -- Rust shape; times are timestamptz and every ownership decision reads clock_timestamp().
 
+-- Helpers that let one SQL text serve both dialects: the store writes MS(x), TS(x), MSEC(x)
+-- and JSON_EACH(x); SQLite reads them as the identity or its built-in json_each.
+create function fg_ms(t timestamptz) returns bigint language sql immutable parallel safe
+    as $$ select (extract(epoch from t) * 1000)::bigint $$;
+create function fg_ts(ms bigint) returns timestamptz language sql immutable parallel safe
+    as $$ select to_timestamp(ms / 1000.0) $$;
+create function fg_msec(ms bigint) returns interval language sql immutable parallel safe
+    as $$ select ms * interval '1 millisecond' $$;
+create function fg_each(j text) returns table (value text) language sql immutable parallel safe
+    as $$ select jsonb_array_elements_text(j::jsonb) $$;
+
 create table events (
     event_id            text primary key,
     name                text not null,
     opens_at            timestamptz not null,
     hold_ttl_s          integer not null default 300 check (hold_ttl_s > 0),
+    -- Test-only override of hold_ttl_s in milliseconds (expiry races need 150 ms holds).
+    hold_ttl_ms         integer check (hold_ttl_ms > 0),
     max_hold_s          integer not null default 900 check (max_hold_s > 0),
     max_seats_per_hold  integer not null default 6 check (max_seats_per_hold > 0),
     resolve_s           integer not null default 60 check (resolve_s > 0),
@@ -55,6 +68,8 @@ create table seats (
 -- General admission picks free rows of a section; counts by state.
 create index seats_by_section_state on seats (event_id, section, state);
 create index seats_by_hold on seats (hold_id) where hold_id is not null;
+-- The sweeper finds expired held rows without scanning every seat.
+create index seats_held_expiry on seats (hold_expires_at) where state = 'held';
 
 -- One admission session per ticket: claiming twice returns the same session.
 create table admission_sessions (

@@ -7,6 +7,8 @@ create table events (
     name                text not null,
     opens_at            integer not null,
     hold_ttl_s          integer not null default 300 check (hold_ttl_s > 0),
+    -- Test-only override of hold_ttl_s in milliseconds (expiry races need 150 ms holds).
+    hold_ttl_ms         integer check (hold_ttl_ms > 0),
     max_hold_s          integer not null default 900 check (max_hold_s > 0),
     max_seats_per_hold  integer not null default 6 check (max_seats_per_hold > 0),
     resolve_s           integer not null default 60 check (resolve_s > 0),
@@ -56,6 +58,8 @@ create table seats (
 -- General admission picks free rows of a section; counts by state.
 create index seats_by_section_state on seats (event_id, section, state);
 create index seats_by_hold on seats (hold_id) where hold_id is not null;
+-- The sweeper finds expired held rows without scanning every seat.
+create index seats_held_expiry on seats (hold_expires_at) where state = 'held';
 
 -- One admission session per ticket: claiming twice returns the same session.
 create table admission_sessions (

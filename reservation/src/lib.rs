@@ -1,1 +1,48 @@
-//! Floodgate reservation core.
+//! Floodgate reservation core: the database decides who owns a seat (DESIGN §4).
+//!
+//! # Layout
+//! - `store` — [`Store`]: one pool over PostgreSQL or SQLite, migrations, guards, retries.
+//! - `dialect` — the few SQL tokens that differ between the two databases.
+//! - `ids` — validated id newtypes and generated ids.
+//! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
+//! - `event` — events (with the fairness seed commitment) and their seats.
+//! - `session` — admission sessions, one per ticket.
+//! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
+//! - `hold_life` — `extend`, `release`, `sweep`.
+//! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
+//! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
+//! - `failpoint` — named pause/crash points, compiled in with the `failpoints` feature.
+//! - `journal` — the event log and outbox rows written inside each transaction.
+//! - `reads`, `views` — holds, orders, attempts, seat map, counts, "stuck".
+//! - `idempotency` — stored answers for repeated POSTs.
+//! - `testing` (feature) — fresh databases for tests.
+
+mod dialect;
+mod error;
+mod event;
+pub mod failpoint;
+mod hold;
+mod hold_life;
+mod idempotency;
+mod ids;
+mod journal;
+mod payment;
+pub mod payments;
+mod reads;
+mod session;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod views;
+
+pub use dialect::Dialect;
+pub use error::Error;
+pub use event::{Event, NewEvent, NewSeat};
+pub use hold_life::Swept;
+pub use idempotency::Idempotency;
+pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId};
+pub use payment::Finalized;
+pub use reads::{Counts, SeatView};
+pub use session::Session;
+pub use store::{Store, StoreOptions};
+pub use views::{AttemptState, Hold, HoldState, Order, PaymentAttempt};

@@ -1,0 +1,368 @@
+//! The facade the gateway calls: join, status, claim, token checks, the change feed.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use time::OffsetDateTime;
+use tokio::sync::watch;
+
+use crate::backend::{
+    Backend, BackendError, ClaimStart, JoinArgs, TicketArgs, TicketState, memory::MemoryQueue,
+    redis::RedisQueue,
+};
+use crate::clock::UnixMs;
+use crate::config::AdmissionConfig;
+use crate::db::{AdmissionDb, Control, SessionRecord};
+use crate::error::AdmissionError;
+use crate::fairness::{self, Fairness};
+use crate::limit::JoinLimiter;
+use crate::snapshot::{EventState, Outflow, Snapshot};
+use crate::status::{self, QueueStatus, Status};
+use crate::token::{AdmissionClaims, QueueClaims};
+
+/// The answer to a join (`POST …/queue`, 201).
+#[derive(Clone, Debug)]
+pub struct Joined {
+    pub queue_token: String,
+    pub ticket_id: String,
+    pub status: QueueStatus,
+    pub position: Option<u64>,
+    pub estimated_wait_s: Option<u64>,
+    pub claims: QueueClaims,
+}
+
+/// The answer to a claim: a durable session and its token.
+#[derive(Clone, Debug)]
+pub struct Admitted {
+    pub admission_token: String,
+    pub session_id: String,
+    pub session_expires_at: OffsetDateTime,
+}
+
+/// One instance's view of an event: its change feed, cached controls and outflow samples.
+pub(crate) struct EventHandle {
+    pub(crate) feed: watch::Sender<Snapshot>,
+    pub(crate) control: Mutex<Option<Control>>,
+    pub(crate) outflow: Mutex<Outflow>,
+    pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
+    pub(crate) recovering: tokio::sync::Mutex<()>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) backend: Backend,
+    pub(crate) db: Arc<dyn AdmissionDb>,
+    pub(crate) cfg: AdmissionConfig,
+    pub(crate) limiter: JoinLimiter,
+    pub(crate) events: Mutex<HashMap<String, Arc<EventHandle>>>,
+    /// Wakes `run_meter` early (a session ended, so a slot is free).
+    pub(crate) wake: tokio::sync::Notify,
+}
+
+/// The waiting room. Cheap to clone; one per gateway process.
+#[derive(Clone)]
+pub struct Admission {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) fn ms(t: OffsetDateTime) -> UnixMs {
+    (t.unix_timestamp_nanos() / 1_000_000) as UnixMs
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Admission {
+    /// `queue_url`: `memory` (one process) or `redis://…` (several comma-separated = Cluster).
+    pub async fn connect(
+        queue_url: &str,
+        db: Arc<dyn AdmissionDb>,
+        cfg: AdmissionConfig,
+    ) -> Result<Self, AdmissionError> {
+        let backend = if queue_url.trim() == "memory" {
+            Backend::Memory(MemoryQueue::new(cfg.clock.clone()))
+        } else {
+            Backend::Redis(RedisQueue::connect(queue_url).await?)
+        };
+        Ok(Admission {
+            inner: Arc::new(Inner {
+                backend,
+                limiter: JoinLimiter::new(cfg.join_limit_per_min, cfg.clock.clone()),
+                db,
+                cfg,
+                events: Mutex::new(HashMap::new()),
+                wake: tokio::sync::Notify::new(),
+            }),
+        })
+    }
+
+    pub(crate) fn handle(&self, event: &str) -> Arc<EventHandle> {
+        let mut events = lock(&self.inner.events);
+        events
+            .entry(event.to_owned())
+            .or_insert_with(|| {
+                Arc::new(EventHandle {
+                    feed: watch::Sender::new(Snapshot {
+                        event: event.to_owned(),
+                        ..Snapshot::default()
+                    }),
+                    control: Mutex::new(None),
+                    outflow: Mutex::new(Outflow::default()),
+                    last_checkpoint_ms: Mutex::new(i64::MIN),
+                    recovering: tokio::sync::Mutex::new(()),
+                })
+            })
+            .clone()
+    }
+
+    /// The change feed: one new value per tick of this event (the meter must run).
+    pub fn subscribe(&self, event: &str) -> watch::Receiver<Snapshot> {
+        self.handle(event).feed.subscribe()
+    }
+
+    /// Controls as of the last tick (read from the database on first use).
+    pub(crate) async fn control(&self, event: &str) -> Result<Control, AdmissionError> {
+        let h = self.handle(event);
+        if let Some(c) = lock(&h.control).clone() {
+            return Ok(c);
+        }
+        let c = self
+            .inner
+            .db
+            .control(event)
+            .await?
+            .ok_or(AdmissionError::UnknownEvent)?;
+        *lock(&h.control) = Some(c.clone());
+        Ok(c)
+    }
+
+    fn now(&self) -> UnixMs {
+        self.inner.cfg.clock.now_ms()
+    }
+
+    /// Places a buyer in line. `key` (an `Idempotency-Key`) makes a retried join return the
+    /// same place; the ticket id is always derived server-side so nobody picks their rank.
+    #[tracing::instrument(skip_all, err, fields(event))]
+    pub async fn join(
+        &self,
+        event: &str,
+        client: IpAddr,
+        key: Option<&str>,
+    ) -> Result<Joined, AdmissionError> {
+        if let Err(retry_after_s) = self.inner.limiter.check(client) {
+            return Err(AdmissionError::RateLimited { retry_after_s });
+        }
+        let control = self.control(event).await?;
+        let snap = self.handle(event).feed.borrow().clone();
+        match snap.state {
+            EventState::Closed => return Err(AdmissionError::QueueClosed),
+            EventState::SoldOut => return Err(AdmissionError::SoldOut),
+            _ if control.closed => return Err(AdmissionError::QueueClosed),
+            _ if control.paused => return Err(AdmissionError::QueuePaused),
+            _ => {}
+        }
+        let ticket_id = match key {
+            // Keyed by the secret seed: a client cannot grind keys for a good rank.
+            Some(k) => fairness::rank_key(&control.seed, &format!("idem:{event}:{k}"))[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+            None => uuid::Uuid::now_v7().simple().to_string(),
+        };
+        let args = || JoinArgs {
+            key: key.map(|_| ticket_id.as_str()),
+            pre_score: fairness::pre_score(&control.seed, &ticket_id),
+            opens_at_ms: ms(control.opens_at),
+        };
+        let now = self.inner.cfg.clock.script_now();
+        let out = match self.inner.backend.join(event, args(), now).await {
+            Err(BackendError::Lost) => {
+                self.recover(event, &control).await?;
+                self.inner.backend.join(event, args(), now).await?
+            }
+            other => other?,
+        };
+        let (queue_token, claims) = self.inner.cfg.keys.sign_queue(
+            event,
+            &ticket_id,
+            out.seq,
+            out.pre,
+            &out.ep,
+            out.now,
+            self.inner.cfg.queue_token_ttl_s,
+        )?;
+        let (status, position) = if out.pre {
+            (QueueStatus::PreQueue, None)
+        } else {
+            let pos = snap.position_hint(&claims);
+            match snap.state {
+                EventState::Paused => (QueueStatus::Paused, pos),
+                _ => (QueueStatus::Waiting, pos),
+            }
+        };
+        let est = status::build(status, position, snap.outflow_per_min, None);
+        Ok(Joined {
+            queue_token,
+            ticket_id,
+            status,
+            position,
+            estimated_wait_s: est.estimated_wait_s,
+            claims,
+        })
+    }
+
+    /// Checks a queue token for `event`. `None` or empty → `TokenMissing`.
+    pub fn verify_queue_token(
+        &self,
+        event: &str,
+        token: Option<&str>,
+    ) -> Result<QueueClaims, AdmissionError> {
+        let token = token.ok_or(AdmissionError::TokenMissing)?;
+        self.inner.cfg.keys.verify_queue(token, event, self.now())
+    }
+
+    /// Checks an admission token for `event`; a queue token here is `NotAdmitted`.
+    pub fn verify_admission_token(
+        &self,
+        event: &str,
+        token: Option<&str>,
+    ) -> Result<AdmissionClaims, AdmissionError> {
+        let token = token.ok_or(AdmissionError::TokenMissing)?;
+        self.inner.cfg.keys.verify_admission(token, event, self.now())
+    }
+
+    async fn ticket_state(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<(TicketState, UnixMs), AdmissionError> {
+        let score = fairness::pre_score(&control.seed, &claims.ticket_id);
+        let args = || TicketArgs {
+            seq: claims.seq,
+            pre: claims.pre_queue,
+            score,
+            epoch: &claims.epoch,
+        };
+        let now = self.inner.cfg.clock.script_now();
+        match self.inner.backend.ticket(&claims.event, args(), now).await {
+            Err(BackendError::Lost) => {
+                self.recover(&claims.event, control).await?;
+                Ok(self.inner.backend.ticket(&claims.event, args(), now).await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Where this token stands now. Also re-registers a place Redis lost.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn status(&self, claims: &QueueClaims) -> Result<Status, AdmissionError> {
+        let control = self.control(&claims.event).await?;
+        let snap = self.handle(&claims.event).feed.borrow().clone();
+        if control.closed || snap.state == EventState::Closed {
+            return Ok(status::build(QueueStatus::Closed, None, None, None));
+        }
+        let (state, now) = self.ticket_state(claims, &control).await?;
+        Ok(match state {
+            TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
+            TicketState::Lapsed => status::build(QueueStatus::OfferLapsed, None, None, None),
+            TicketState::Offered { expires_ms } => {
+                let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
+                status::build(QueueStatus::Offered, Some(0), None, Some(left))
+            }
+            TicketState::Waiting { ahead } => {
+                let s = if now < ms(control.opens_at) {
+                    QueueStatus::PreQueue
+                } else {
+                    match snap.state {
+                        EventState::SoldOut => QueueStatus::SoldOut,
+                        EventState::Paused => QueueStatus::Paused,
+                        _ if control.paused => QueueStatus::Paused,
+                        _ => QueueStatus::Waiting,
+                    }
+                };
+                let outflow = (s == QueueStatus::Waiting)
+                    .then_some(snap.outflow_per_min)
+                    .flatten();
+                status::build(s, Some(ahead), outflow, None)
+            }
+        })
+    }
+
+    /// Turns an open offer into a durable session and its admission token. Claiming again
+    /// returns the same session.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn claim(&self, claims: &QueueClaims) -> Result<Admitted, AdmissionError> {
+        let event = claims.event.as_str();
+        let control = self.control(event).await?;
+        if control.closed {
+            return Err(AdmissionError::QueueClosed);
+        }
+        let now = self.inner.cfg.clock.script_now();
+        let start = match self.inner.backend.claim_start(event, claims.seq, now).await {
+            Err(BackendError::Lost) => {
+                self.recover(event, &control).await?;
+                self.inner.backend.claim_start(event, claims.seq, now).await?
+            }
+            other => other?,
+        };
+        let db = &self.inner.db;
+        let session = match start {
+            ClaimStart::Moved | ClaimStart::Claimed => {
+                let s = db
+                    .open_session(event, &claims.ticket_id, claims.seq, control.session_s)
+                    .await?;
+                match self.inner.backend.claim_done(event, claims.seq, now).await {
+                    Ok(()) | Err(BackendError::Lost) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                s
+            }
+            ClaimStart::NotOffered => match db.session(event, &claims.ticket_id).await? {
+                // Redis forgot the claim (a loss); the database did not.
+                Some(s) => s,
+                None => return Err(self.refusal(claims, &control).await?),
+            },
+        };
+        self.admitted(event, session)
+    }
+
+    async fn refusal(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<AdmissionError, AdmissionError> {
+        let (state, _) = self.ticket_state(claims, control).await?;
+        let snap_state = self.handle(&claims.event).feed.borrow().state;
+        Ok(match state {
+            TicketState::Lapsed => AdmissionError::OfferLapsed,
+            _ if snap_state == EventState::SoldOut => AdmissionError::SoldOut,
+            _ if control.paused => AdmissionError::QueuePaused,
+            _ => AdmissionError::NotYourTurn,
+        })
+    }
+
+    fn admitted(&self, event: &str, s: SessionRecord) -> Result<Admitted, AdmissionError> {
+        let admission_token = self.inner.cfg.keys.sign_admission(
+            event,
+            &s.session_id,
+            &s.ticket_id,
+            self.now(),
+            s.expires_at.unix_timestamp(),
+        )?;
+        Ok(Admitted {
+            admission_token,
+            session_id: s.session_id,
+            session_expires_at: s.expires_at,
+        })
+    }
+
+    /// The seed commitment, and the seed once the queue has opened.
+    pub async fn fairness(&self, event: &str) -> Result<Fairness, AdmissionError> {
+        let c = self.control(event).await?;
+        Ok(Fairness {
+            seed_commitment: fairness::seed_commitment(&c.seed),
+            seed: (self.now() >= ms(c.opens_at)).then(|| c.seed.clone()),
+        })
+    }
+}

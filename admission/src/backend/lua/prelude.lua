@@ -1,0 +1,12 @@
+-- Every script gets the same keys, all under one {hash tag} (one Cluster slot per event).
+local K = {ep = KEYS[1], seq = KEYS[2], cur = KEYS[3], z = KEYS[4], offers = KEYS[5],
+  pending = KEYS[6], adm = KEYS[7], rr = KEYS[8], tk = KEYS[9], served = KEYS[10],
+  tat = KEYS[11], lapsed = KEYS[12], grace = KEYS[13], credit = KEYS[14]}
+-- One clock for every instance: Redis TIME, unless a test steers it through ARGV[1].
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function num(k) return tonumber(redis.call('GET', k) or '0') end
+local ep = redis.call('GET', K.ep)

@@ -1,0 +1,9 @@
+-- ARGV: now, new epoch, join seq floor, served floor, grace ms, opens_at_ms
+-- Idempotent across instances: the first to run it after a loss sets the floors.
+if ep then return cjson.encode({created = false}) end
+redis.call('SET', K.seq, ARGV[3])
+redis.call('SET', K.served, ARGV[4])
+redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])))
+if now >= tonumber(ARGV[6]) then redis.call('SET', K.cur, ARGV[3]) end
+redis.call('SET', K.ep, ARGV[2])
+return cjson.encode({created = true})

@@ -1,0 +1,69 @@
+-- ARGV: now, opens_at_ms, rate_per_min, max_active, active sessions, offer_ms, hold, tolerance_ms
+if not ep then return cjson.encode({lost = true}) end
+local opened = now >= tonumber(ARGV[2])
+local rate = tonumber(ARGV[3])
+local max_active = tonumber(ARGV[4])
+local active = tonumber(ARGV[5])
+local offer_ms = tonumber(ARGV[6])
+local hold = ARGV[7] == '1'
+local tol = tonumber(ARGV[8])
+if opened and redis.call('EXISTS', K.cur) == 0 then
+  redis.call('SET', K.cur, redis.call('GET', K.seq) or '0')
+end
+local lapsed = redis.call('ZREMRANGEBYSCORE', K.offers, '-inf', now)
+local credit = num(K.credit)
+if lapsed > 0 then
+  redis.call('INCRBY', K.lapsed, lapsed)
+  -- A lapsed offer gives its place in the rate back (at most one second's worth), so
+  -- no-shows do not slow the flow of buyers who do claim.
+  credit = math.min(credit + lapsed, math.max(1, math.ceil(rate / 60)))
+  redis.call('SET', K.credit, credit)
+end
+redis.call('ZREMRANGEBYSCORE', K.pending, '-inf', now)
+local offered = {}
+local served = num(K.served)
+local seqn = num(K.seq)
+local cur = num(K.cur)
+local zc = redis.call('ZCARD', K.z)
+local open = redis.call('ZCARD', K.offers) + redis.call('ZCARD', K.pending)
+local slots = max_active - active - open
+local avail = zc + seqn - cur
+-- After a loss, offers wait out the reconnect grace so returning tokens are not overtaken.
+if opened and not hold and now >= num(K.grace) and rate > 0 and slots > 0 and avail > 0 then
+  -- GCRA on Redis's clock. tat is clamped to [now, now + tol + interval]: idle time earns no
+  -- burst, and a clock that steps back (failover to a replica) cannot stall the meter.
+  local interval = 60000 / rate
+  local tat = tonumber(redis.call('GET', K.tat) or now)
+  if tat < now then tat = now end
+  if tat > now + tol + interval then tat = now + tol + interval end
+  local k = 0
+  if tat <= now + tol then k = math.floor((now + tol - tat) / interval) + 1 end
+  k = math.min(k, slots, avail)
+  local extra = math.min(credit, slots - k, avail - k)
+  if extra > 0 then redis.call('SET', K.credit, credit - extra) end
+  local paced = k
+  k = k + extra
+  if k > 0 then
+    local expires = now + offer_ms
+    if zc > 0 then
+      local popped = redis.call('ZPOPMIN', K.z, math.min(k, zc))
+      for i = 1, #popped, 2 do
+        offered[#offered + 1] = popped[i]
+        redis.call('ZADD', K.offers, expires, popped[i])
+      end
+      zc = zc - #popped / 2
+    end
+    while #offered < k do
+      cur = cur + 1
+      offered[#offered + 1] = string.format('%d', cur)
+      redis.call('ZADD', K.offers, expires, string.format('%d', cur))
+    end
+    redis.call('SET', K.cur, string.format('%d', cur))
+    served = redis.call('INCRBY', K.served, k)
+    redis.call('SET', K.tat, string.format('%.3f', tat + paced * interval))
+    open = open + k
+  end
+end
+-- Open offers exclude claims in flight: those are (or are about to be) active sessions.
+return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
+  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now})

@@ -1,0 +1,28 @@
+-- ARGV: now, seq, pre ('1'|'0'), score, the token's epoch
+if not ep then return cjson.encode({lost = true}) end
+local m = ARGV[2]
+local seq = tonumber(m)
+if redis.call('ZSCORE', K.z, m) then
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. ARGV[4]), now = now})
+end
+if ARGV[3] == '0' then
+  local cur = num(K.cur)
+  if seq > cur then
+    return cjson.encode({s = 'waiting', ahead = redis.call('ZCARD', K.z) + seq - cur - 1, now = now})
+  end
+end
+local exp = redis.call('ZSCORE', K.offers, m)
+if exp and tonumber(exp) > now then
+  return cjson.encode({s = 'offered', exp = tonumber(exp), now = now})
+end
+if redis.call('SISMEMBER', K.adm, m) == 1 or redis.call('ZSCORE', K.pending, m) then
+  return cjson.encode({s = 'claimed', now = now})
+end
+if ARGV[5] ~= ep and redis.call('SADD', K.rr, m) == 1 then
+  -- Redis lost this place; the token brings it back at its old relative order, ahead of every
+  -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
+  local score = ARGV[3] == '1' and ARGV[4] or m
+  redis.call('ZADD', K.z, score, m)
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. score), now = now})
+end
+return cjson.encode({s = 'lapsed', now = now})

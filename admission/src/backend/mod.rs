@@ -1,0 +1,197 @@
+//! Where the queue lives: in this process, or in Redis shared by every gateway instance.
+//! Both keep the same state per event and take the same steps, each step atomic:
+//!
+//! - a join counter (`seq`): a FIFO arrival's place is its sequence number, so the FIFO queue
+//!   is the range `(cursor, seq]` and costs nothing per buyer;
+//! - a sorted set `z` ahead of that range: pre-queue tickets scored by their seeded rank, and
+//!   tokens that came back after a Redis loss, scored by their old place;
+//! - open offers with their expiry, claims in flight, claimed tickets;
+//! - the served counter, the lapsed counter and the meter's GCRA state.
+
+pub(crate) mod memory;
+pub(crate) mod redis;
+
+use crate::clock::UnixMs;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BackendError {
+    /// The epoch key is gone: Redis restarted empty. Recover, then retry.
+    #[error("queue state lost")]
+    Lost,
+    #[error(transparent)]
+    Redis(#[from] ::redis::RedisError),
+    #[error("unexpected script reply: {0}")]
+    Reply(String),
+}
+
+impl From<BackendError> for crate::error::StorageError {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::Redis(r) => crate::error::StorageError::Redis(r),
+            other => crate::error::StorageError::Reply(other.to_string()),
+        }
+    }
+}
+
+impl From<BackendError> for crate::error::AdmissionError {
+    fn from(e: BackendError) -> Self {
+        crate::error::AdmissionError::Storage(e.into())
+    }
+}
+
+pub(crate) struct JoinArgs<'a> {
+    /// Idempotency key the join is remembered under; `None` for an anonymous join.
+    pub key: Option<&'a str>,
+    pub pre_score: f64,
+    pub opens_at_ms: UnixMs,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct JoinOutcome {
+    pub seq: u64,
+    pub pre: bool,
+    pub ep: String,
+    pub now: UnixMs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TicketState {
+    Waiting { ahead: u64 },
+    Offered { expires_ms: UnixMs },
+    Claimed,
+    Lapsed,
+}
+
+pub(crate) struct TicketArgs<'a> {
+    pub seq: u64,
+    pub pre: bool,
+    pub score: f64,
+    pub epoch: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimStart {
+    /// Was offered: now a claim in flight, counted against the cap until the session exists.
+    Moved,
+    /// Claimed before: the database holds its session.
+    Claimed,
+    NotOffered,
+}
+
+pub(crate) struct TickArgs {
+    pub opens_at_ms: UnixMs,
+    pub rate_per_min: u32,
+    pub max_active: u32,
+    pub active: u64,
+    pub offer_ms: i64,
+    /// Paused, closed or sold out: lapse offers but make none.
+    pub hold: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TickOutcome {
+    /// Join sequences offered by this tick, in queue order.
+    pub offered: Vec<u64>,
+    pub served: u64,
+    pub cursor: u64,
+    pub ahead: u64,
+    pub seq: u64,
+    /// Offers not yet claimed (claims in flight are not counted here).
+    pub open_offers: u64,
+    pub lapsed: u64,
+    pub epoch: String,
+    pub now: UnixMs,
+}
+
+pub(crate) struct RecoverArgs<'a> {
+    pub epoch: &'a str,
+    pub seq_floor: u64,
+    pub served_floor: u64,
+    /// Offers wait this long after the loss so returning tokens re-register first.
+    pub grace_ms: i64,
+    pub opens_at_ms: UnixMs,
+}
+
+/// How long a claim in flight keeps its slot: covers a tick that read the active-session count
+/// just before the session was inserted, so the cap holds without a lock across the database.
+pub(crate) const CLAIM_SLOT_MS: i64 = 3_000;
+
+/// Once the session is in the database, its claim stays counted this much longer: long enough
+/// for any tick that read the active count before the insert to finish.
+pub(crate) const CLAIM_SETTLE_MS: i64 = 1_000;
+
+/// GCRA burst tolerance: a quarter second of the rate, so a 100 ms tick never lags behind it.
+pub(crate) fn tolerance_ms(rate_per_min: u32) -> i64 {
+    let interval = 60_000.0 / f64::from(rate_per_min.max(1));
+    (250.0f64).max(interval) as i64
+}
+
+pub(crate) enum Backend {
+    Memory(memory::MemoryQueue),
+    Redis(redis::RedisQueue),
+}
+
+macro_rules! dispatch {
+    ($self:ident . $m:ident ( $($a:expr),* )) => {
+        match $self {
+            Backend::Memory(b) => b.$m($($a),*).await,
+            Backend::Redis(b) => b.$m($($a),*).await,
+        }
+    };
+}
+
+impl Backend {
+    pub(crate) async fn join(
+        &self,
+        event: &str,
+        args: JoinArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<JoinOutcome, BackendError> {
+        dispatch!(self.join(event, args, now))
+    }
+
+    pub(crate) async fn ticket(
+        &self,
+        event: &str,
+        args: TicketArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<(TicketState, UnixMs), BackendError> {
+        dispatch!(self.ticket(event, args, now))
+    }
+
+    pub(crate) async fn claim_start(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<ClaimStart, BackendError> {
+        dispatch!(self.claim_start(event, seq, now))
+    }
+
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
+        dispatch!(self.claim_done(event, seq, now))
+    }
+
+    pub(crate) async fn tick(
+        &self,
+        event: &str,
+        args: TickArgs,
+        now: Option<UnixMs>,
+    ) -> Result<TickOutcome, BackendError> {
+        dispatch!(self.tick(event, args, now))
+    }
+
+    pub(crate) async fn recover(
+        &self,
+        event: &str,
+        args: RecoverArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<bool, BackendError> {
+        dispatch!(self.recover(event, args, now))
+    }
+}

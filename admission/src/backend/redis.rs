@@ -1,0 +1,277 @@
+//! The queue in Redis, shared by every gateway instance: each step one Lua script over the
+//! event's keys (one `{hash tag}`, so a Cluster keeps them in one slot), judged by Redis `TIME`.
+
+use redis::aio::ConnectionManager;
+use redis::cluster_async::ClusterConnection;
+use redis::{RedisResult, Script};
+use serde::Deserialize;
+
+use super::{
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
+    TickOutcome, TicketArgs, TicketState, tolerance_ms,
+};
+use crate::clock::UnixMs;
+
+macro_rules! script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!(concat!("lua/", $file))
+        ))
+    };
+}
+
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+struct Scripts {
+    join: Script,
+    ticket: Script,
+    claim_start: Script,
+    claim_done: Script,
+    tick: Script,
+    recover: Script,
+}
+
+pub(crate) struct RedisQueue {
+    conn: Conn,
+    scripts: Scripts,
+}
+
+/// The keys of one event, in the order the scripts' prelude names them.
+fn keys(event: &str) -> [String; 14] {
+    let names = [
+        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat",
+        "lapsed", "grace", "credit",
+    ];
+    names.map(|n| format!("{{fg:{event}}}:{n}"))
+}
+
+/// The channel a tick announces on, so other instances tick (and refresh) at once.
+pub(crate) fn news_channel(event: &str) -> String {
+    format!("{{fg:{event}}}:news")
+}
+
+#[derive(Deserialize)]
+struct Lost {
+    #[serde(default)]
+    lost: bool,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(reply: &str) -> Result<T, BackendError> {
+    if serde_json::from_str::<Lost>(reply).is_ok_and(|l| l.lost) {
+        return Err(BackendError::Lost);
+    }
+    serde_json::from_str(reply).map_err(|e| BackendError::Reply(format!("{e}: {reply}")))
+}
+
+impl RedisQueue {
+    /// `url`: one `redis://` URL, or several comma-separated = a Redis Cluster.
+    pub(crate) async fn connect(url: &str) -> RedisResult<Self> {
+        let urls: Vec<&str> = url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+        let conn = if urls.len() > 1 {
+            let client = redis::cluster::ClusterClient::new(urls)?;
+            Conn::Cluster(client.get_async_connection().await?)
+        } else {
+            let client = redis::Client::open(url)?;
+            Conn::Single(ConnectionManager::new(client).await?)
+        };
+        Ok(RedisQueue {
+            conn,
+            scripts: Scripts {
+                join: script!("join.lua"),
+                ticket: script!("ticket.lua"),
+                claim_start: script!("claim_start.lua"),
+                claim_done: script!("claim_done.lua"),
+                tick: script!("tick.lua"),
+                recover: script!("recover.lua"),
+            },
+        })
+    }
+
+    async fn run(
+        &self,
+        script: &Script,
+        event: &str,
+        now: Option<UnixMs>,
+        args: &[String],
+    ) -> Result<String, BackendError> {
+        let mut inv = script.prepare_invoke();
+        for k in keys(event) {
+            inv.key(k);
+        }
+        inv.arg(now.unwrap_or(-1));
+        for a in args {
+            inv.arg(a);
+        }
+        let reply: String = match self.conn.clone() {
+            Conn::Single(mut c) => inv.invoke_async(&mut c).await?,
+            Conn::Cluster(mut c) => inv.invoke_async(&mut c).await?,
+        };
+        Ok(reply)
+    }
+
+    pub(crate) async fn join(
+        &self,
+        event: &str,
+        args: JoinArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<JoinOutcome, BackendError> {
+        let argv = [
+            args.opens_at_ms.to_string(),
+            args.key.unwrap_or("").to_owned(),
+            args.pre_score.to_string(),
+        ];
+        parse(&self.run(&self.scripts.join, event, now, &argv).await?)
+    }
+
+    pub(crate) async fn ticket(
+        &self,
+        event: &str,
+        args: TicketArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<(TicketState, UnixMs), BackendError> {
+        #[derive(Deserialize)]
+        struct Reply {
+            s: String,
+            #[serde(default)]
+            ahead: u64,
+            #[serde(default)]
+            exp: i64,
+            now: i64,
+        }
+        let argv = [
+            args.seq.to_string(),
+            if args.pre { "1" } else { "0" }.to_owned(),
+            args.score.to_string(),
+            args.epoch.to_owned(),
+        ];
+        let r: Reply = parse(&self.run(&self.scripts.ticket, event, now, &argv).await?)?;
+        let state = match r.s.as_str() {
+            "waiting" => TicketState::Waiting { ahead: r.ahead },
+            "offered" => TicketState::Offered { expires_ms: r.exp },
+            "claimed" => TicketState::Claimed,
+            "lapsed" => TicketState::Lapsed,
+            other => return Err(BackendError::Reply(other.to_owned())),
+        };
+        Ok((state, r.now))
+    }
+
+    pub(crate) async fn claim_start(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<ClaimStart, BackendError> {
+        #[derive(Deserialize)]
+        struct Reply {
+            r: String,
+        }
+        let argv = [seq.to_string(), CLAIM_SLOT_MS.to_string()];
+        let r: Reply = parse(&self.run(&self.scripts.claim_start, event, now, &argv).await?)?;
+        Ok(match r.r.as_str() {
+            "moved" => ClaimStart::Moved,
+            "claimed" => ClaimStart::Claimed,
+            _ => ClaimStart::NotOffered,
+        })
+    }
+
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
+        let argv = [seq.to_string(), CLAIM_SETTLE_MS.to_string()];
+        self.run(&self.scripts.claim_done, event, now, &argv)
+            .await
+            .map(|_| ())
+    }
+
+    pub(crate) async fn tick(
+        &self,
+        event: &str,
+        args: TickArgs,
+        now: Option<UnixMs>,
+    ) -> Result<TickOutcome, BackendError> {
+        #[derive(Deserialize)]
+        struct Reply {
+            offered: String,
+            served: u64,
+            cursor: u64,
+            ahead: u64,
+            seq: u64,
+            open_offers: u64,
+            lapsed: u64,
+            epoch: String,
+            now: i64,
+        }
+        let argv = [
+            args.opens_at_ms.to_string(),
+            args.rate_per_min.to_string(),
+            args.max_active.to_string(),
+            args.active.to_string(),
+            args.offer_ms.to_string(),
+            if args.hold { "1" } else { "0" }.to_owned(),
+            tolerance_ms(args.rate_per_min).to_string(),
+        ];
+        let r: Reply = parse(&self.run(&self.scripts.tick, event, now, &argv).await?)?;
+        let offered = r
+            .offered
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<u64>().map_err(|e| BackendError::Reply(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !offered.is_empty() {
+            self.publish(event, r.served).await;
+        }
+        Ok(TickOutcome {
+            offered,
+            served: r.served,
+            cursor: r.cursor,
+            ahead: r.ahead,
+            seq: r.seq,
+            open_offers: r.open_offers,
+            lapsed: r.lapsed,
+            epoch: r.epoch,
+            now: r.now,
+        })
+    }
+
+    /// Pub/sub only speeds the news; a lost message costs at most one tick interval.
+    async fn publish(&self, event: &str, served: u64) {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(news_channel(event)).arg(served);
+        let res: RedisResult<i64> = match self.conn.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await,
+        };
+        if let Err(error) = res {
+            tracing::debug!(%error, "publish failed");
+        }
+    }
+
+    pub(crate) async fn recover(
+        &self,
+        event: &str,
+        args: RecoverArgs<'_>,
+        now: Option<UnixMs>,
+    ) -> Result<bool, BackendError> {
+        #[derive(Deserialize)]
+        struct Reply {
+            created: bool,
+        }
+        let argv = [
+            args.epoch.to_owned(),
+            args.seq_floor.to_string(),
+            args.served_floor.to_string(),
+            args.grace_ms.to_string(),
+            args.opens_at_ms.to_string(),
+        ];
+        let r: Reply = parse(&self.run(&self.scripts.recover, event, now, &argv).await?)?;
+        Ok(r.created)
+    }
+}

@@ -1,0 +1,91 @@
+//! What admission needs from the database, asked through one small trait that the gateway
+//! implements over the reservation store (`admission_controls`, `admission_sessions`,
+//! `admission_checkpoints`, `events`, `seats`).
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+/// The database failed; opaque to admission, logged by the gateway.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DbError(pub Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl DbError {
+    pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        DbError(e.into())
+    }
+}
+
+/// One event's admission controls and fairness seed, read on every tick.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Control {
+    pub rate_per_min: u32,
+    pub max_active: u32,
+    pub session_s: u32,
+    pub offer_s: u32,
+    pub paused: bool,
+    pub closed: bool,
+    /// Bumped on every organizer change; snapshots carry it so "obeyed" can be observed.
+    pub version: i64,
+    pub opens_at: OffsetDateTime,
+    /// `events.fairness_seed`: keys the pre-queue permutation; revealed at opening.
+    pub seed: String,
+}
+
+/// A durable admission session (`admission_sessions`, unique per event and ticket).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub session_id: String,
+    pub ticket_id: String,
+    pub expires_at: OffsetDateTime,
+    /// True only for the call that inserted it: a second claim finds `false`.
+    pub created: bool,
+}
+
+/// The last durable trace of an event's Redis queue, so a Redis loss can be recovered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub epoch: String,
+    pub join_seq: u64,
+    pub served: u64,
+}
+
+/// Seat counts that decide "sold out": nothing available and nothing held or paying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Availability {
+    pub available: u64,
+    pub held_or_paying: u64,
+}
+
+impl Availability {
+    pub fn sold_out(&self) -> bool {
+        self.available == 0 && self.held_or_paying == 0
+    }
+}
+
+#[async_trait]
+pub trait AdmissionDb: Send + Sync + 'static {
+    /// `None` for an unknown event.
+    async fn control(&self, event: &str) -> Result<Option<Control>, DbError>;
+    /// Inserts the session or returns the existing one for this ticket (the fence against
+    /// admitting anyone twice, whatever Redis forgot).
+    async fn open_session(
+        &self,
+        event: &str,
+        ticket: &str,
+        place: u64,
+        session_s: u32,
+    ) -> Result<SessionRecord, DbError>;
+    /// The ticket's session, if it was ever claimed.
+    async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError>;
+    /// Records the end of a session (confirmed, released, expired, abandoned); idempotent.
+    async fn end_session(&self, event: &str, session_id: &str, reason: &str)
+    -> Result<(), DbError>;
+    /// Sessions not ended and not past `expires_at`: the slots in use.
+    async fn active_sessions(&self, event: &str) -> Result<u64, DbError>;
+    /// Sessions ever opened: the served counter's floor after a Redis loss.
+    async fn admitted_total(&self, event: &str) -> Result<u64, DbError>;
+    async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError>;
+    async fn save_checkpoint(&self, event: &str, checkpoint: &Checkpoint) -> Result<(), DbError>;
+    async fn availability(&self, event: &str) -> Result<Availability, DbError>;
+}

@@ -1,0 +1,179 @@
+//! The meter: each tick reads the controls from the database (so a lost pub/sub message or a
+//! Redis wipe cannot undo a pause), lapses stale offers, makes new ones in queue order within
+//! rate and cap, publishes one snapshot, and checkpoints. Also the Redis-loss recovery.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::admission::{Admission, ms};
+use crate::backend::{BackendError, RecoverArgs, TickArgs};
+use crate::db::{Checkpoint, Control};
+use crate::error::AdmissionError;
+use crate::snapshot::{EventState, Snapshot};
+
+/// What one tick did: the offers it made (join sequences, in queue order) and the snapshot.
+#[derive(Clone, Debug)]
+pub struct TickReport {
+    pub offered: Vec<u64>,
+    pub snapshot: Snapshot,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Admission {
+    /// One meter step for one event. `run_meter` calls it for every known event; tests call it
+    /// directly with steered time.
+    #[tracing::instrument(skip_all, err, fields(event))]
+    pub async fn tick(&self, event: &str) -> Result<TickReport, AdmissionError> {
+        let db = &self.inner.db;
+        let control = db.control(event).await?.ok_or(AdmissionError::UnknownEvent)?;
+        let handle = self.handle(event);
+        *lock(&handle.control) = Some(control.clone());
+        let active = db.active_sessions(event).await?;
+        let sold_out = db.availability(event).await?.sold_out();
+        let args = || TickArgs {
+            opens_at_ms: ms(control.opens_at),
+            rate_per_min: control.rate_per_min,
+            max_active: control.max_active,
+            active,
+            offer_ms: i64::from(control.offer_s) * 1000,
+            hold: control.paused || control.closed || sold_out,
+        };
+        let now = self.inner.cfg.clock.script_now();
+        let out = match self.inner.backend.tick(event, args(), now).await {
+            Err(BackendError::Lost) => {
+                self.recover(event, &control).await?;
+                self.inner.backend.tick(event, args(), now).await?
+            }
+            other => other?,
+        };
+        let state = if control.closed {
+            EventState::Closed
+        } else if sold_out {
+            EventState::SoldOut
+        } else if out.now < ms(control.opens_at) {
+            EventState::PreQueue
+        } else if control.paused {
+            EventState::Paused
+        } else {
+            EventState::Open
+        };
+        let measured = lock(&handle.outflow).record(out.now, out.served);
+        let snapshot = Snapshot {
+            event: event.to_owned(),
+            version: control.version,
+            state,
+            served: out.served,
+            cursor: out.cursor,
+            ahead_of_fifo: out.ahead,
+            join_seq: out.seq,
+            waiting: out.ahead + out.seq.saturating_sub(out.cursor),
+            open_offers: out.open_offers,
+            active,
+            lapsed_total: out.lapsed,
+            // No estimate while nothing flows by design (paused, sold out, closed).
+            outflow_per_min: measured.filter(|_| state == EventState::Open),
+            epoch: out.epoch.clone(),
+            at_ms: out.now,
+        };
+        handle.feed.send_replace(snapshot.clone());
+        let due = {
+            let mut last = lock(&handle.last_checkpoint_ms);
+            let due = out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
+            if due {
+                *last = out.now;
+            }
+            due
+        };
+        if due {
+            let cp = Checkpoint {
+                epoch: out.epoch,
+                join_seq: out.seq,
+                served: out.served,
+            };
+            db.save_checkpoint(event, &cp).await?;
+        }
+        Ok(TickReport {
+            offered: out.offered,
+            snapshot,
+        })
+    }
+
+    /// Redis came back empty (or this event is new there): restore the join sequence past the
+    /// checkpoint plus a margin, the served counter from the database, and hold offers for the
+    /// reconnect grace. Run by whichever instance notices first; the script is idempotent.
+    #[tracing::instrument(skip_all, err, fields(event))]
+    pub(crate) async fn recover(&self, event: &str, control: &Control) -> Result<(), AdmissionError> {
+        let handle = self.handle(event);
+        let _one_at_a_time = handle.recovering.lock().await;
+        let db = &self.inner.db;
+        let checkpoint = db.load_checkpoint(event).await?;
+        let admitted = db.admitted_total(event).await?;
+        let cfg = &self.inner.cfg;
+        let epoch = uuid::Uuid::new_v4().simple().to_string();
+        let args = RecoverArgs {
+            epoch: &epoch,
+            seq_floor: checkpoint
+                .as_ref()
+                .map_or(0, |c| c.join_seq + cfg.recovery_margin),
+            served_floor: checkpoint.as_ref().map_or(0, |c| c.served).max(admitted),
+            // A first start has nobody to wait for.
+            grace_ms: if checkpoint.is_some() {
+                cfg.reconnect_grace.as_millis() as i64
+            } else {
+                0
+            },
+            opens_at_ms: ms(control.opens_at),
+        };
+        let created = self
+            .inner
+            .backend
+            .recover(event, args, cfg.clock.script_now())
+            .await?;
+        if created && checkpoint.is_some() {
+            tracing::warn!(event, "queue state was lost; recovered from the checkpoint");
+            // The new epoch must be checkpointed before the next loss can be told apart.
+            *lock(&handle.last_checkpoint_ms) = i64::MIN;
+        }
+        Ok(())
+    }
+
+    /// A session ended (confirmed, released, expired, abandoned): record it and wake the meter
+    /// so its slot goes back into the flow without waiting for the next tick.
+    #[tracing::instrument(skip_all, err, fields(event))]
+    pub async fn session_ended(&self, event: &str, session_id: &str) -> Result<(), AdmissionError> {
+        self.inner.db.end_session(event, session_id, "ended").await?;
+        self.inner.wake.notify_one();
+        Ok(())
+    }
+
+    /// Ticks every known event (joined, subscribed or ticked here) every `tick_interval` until
+    /// `shutdown` resolves; evicts stale join-limit keys once a minute.
+    pub async fn run_meter(&self, shutdown: impl Future<Output = ()>) {
+        let mut every = tokio::time::interval(self.inner.cfg.tick_interval);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut evict = tokio::time::interval(Duration::from_secs(60));
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => return,
+                _ = evict.tick() => self.inner.limiter.evict_stale(),
+                _ = async {
+                    tokio::select! {
+                        _ = every.tick() => {}
+                        () = self.inner.wake.notified() => {}
+                    }
+                } => {
+                    let events: Vec<String> = lock(&self.inner.events).keys().cloned().collect();
+                    for event in events {
+                        if let Err(error) = self.tick(&event).await {
+                            tracing::warn!(event, %error, "tick failed");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! An in-memory [`AdmissionDb`] for this crate's tests and benches (feature `testing`). The
+//! gateway's tests exercise the real one against PostgreSQL.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::clock::Clock;
+use crate::db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+
+pub use crate::clock::Clock as TestClock;
+
+#[derive(Clone, Debug)]
+struct Session {
+    id: String,
+    ticket: String,
+    expires_ms: i64,
+    ended: bool,
+}
+
+#[derive(Default)]
+struct State {
+    controls: HashMap<String, Control>,
+    sessions: HashMap<(String, String), Session>,
+    checkpoints: HashMap<String, Checkpoint>,
+    availability: HashMap<String, Availability>,
+}
+
+pub struct MemoryDb {
+    clock: Clock,
+    state: Mutex<State>,
+}
+
+impl MemoryDb {
+    pub fn new(clock: Clock) -> Self {
+        MemoryDb {
+            clock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates or replaces an event's control row (bumping nothing: set `version` yourself).
+    pub fn set_control(&self, event: &str, control: Control) {
+        self.lock().controls.insert(event.to_owned(), control);
+    }
+
+    /// Applies a change to the control row and bumps its version, as the organizer API does.
+    pub fn update_control(&self, event: &str, change: impl FnOnce(&mut Control)) {
+        if let Some(c) = self.lock().controls.get_mut(event) {
+            change(c);
+            c.version += 1;
+        }
+    }
+
+    pub fn set_availability(&self, event: &str, availability: Availability) {
+        self.lock()
+            .availability
+            .insert(event.to_owned(), availability);
+    }
+
+    /// Every session ever opened for the event: (ticket, session id).
+    pub fn sessions(&self, event: &str) -> Vec<(String, String)> {
+        self.lock()
+            .sessions
+            .iter()
+            .filter(|((e, _), _)| e == event)
+            .map(|(_, s)| (s.ticket.clone(), s.id.clone()))
+            .collect()
+    }
+}
+
+/// A control row with the schema's defaults, opening at `opens_at`.
+pub fn control(opens_at: OffsetDateTime, seed: &str) -> Control {
+    Control {
+        rate_per_min: 600,
+        max_active: 1000,
+        session_s: 1800,
+        offer_s: 120,
+        paused: false,
+        closed: false,
+        version: 1,
+        opens_at,
+        seed: seed.to_owned(),
+    }
+}
+
+fn at(ms: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+#[async_trait]
+impl AdmissionDb for MemoryDb {
+    async fn control(&self, event: &str) -> Result<Option<Control>, DbError> {
+        Ok(self.lock().controls.get(event).cloned())
+    }
+
+    async fn open_session(
+        &self,
+        event: &str,
+        ticket: &str,
+        _place: u64,
+        session_s: u32,
+    ) -> Result<SessionRecord, DbError> {
+        let now = self.clock.now_ms();
+        let mut st = self.lock();
+        let key = (event.to_owned(), ticket.to_owned());
+        let (s, created) = match st.sessions.get(&key) {
+            Some(s) => (s.clone(), false),
+            None => {
+                let s = Session {
+                    id: uuid::Uuid::now_v7().to_string(),
+                    ticket: ticket.to_owned(),
+                    expires_ms: now + i64::from(session_s) * 1000,
+                    ended: false,
+                };
+                st.sessions.insert(key, s.clone());
+                (s, true)
+            }
+        };
+        Ok(SessionRecord {
+            session_id: s.id,
+            ticket_id: s.ticket,
+            expires_at: at(s.expires_ms),
+            created,
+        })
+    }
+
+    async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {
+        let st = self.lock();
+        Ok(st
+            .sessions
+            .get(&(event.to_owned(), ticket.to_owned()))
+            .map(|s| SessionRecord {
+                session_id: s.id.clone(),
+                ticket_id: s.ticket.clone(),
+                expires_at: at(s.expires_ms),
+                created: false,
+            }))
+    }
+
+    async fn end_session(&self, event: &str, session_id: &str, _: &str) -> Result<(), DbError> {
+        let mut st = self.lock();
+        for ((e, _), s) in st.sessions.iter_mut() {
+            if e == event && s.id == session_id {
+                s.ended = true;
+            }
+        }
+        Ok(())
+    }
+
+    async fn active_sessions(&self, event: &str) -> Result<u64, DbError> {
+        let now = self.clock.now_ms();
+        let st = self.lock();
+        Ok(st
+            .sessions
+            .iter()
+            .filter(|((e, _), s)| e == event && !s.ended && s.expires_ms > now)
+            .count() as u64)
+    }
+
+    async fn admitted_total(&self, event: &str) -> Result<u64, DbError> {
+        Ok(self.lock().sessions.keys().filter(|(e, _)| e == event).count() as u64)
+    }
+
+    async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError> {
+        Ok(self.lock().checkpoints.get(event).cloned())
+    }
+
+    async fn save_checkpoint(&self, event: &str, cp: &Checkpoint) -> Result<(), DbError> {
+        self.lock().checkpoints.insert(event.to_owned(), cp.clone());
+        Ok(())
+    }
+
+    async fn availability(&self, event: &str) -> Result<Availability, DbError> {
+        Ok(self
+            .lock()
+            .availability
+            .get(event)
+            .copied()
+            .unwrap_or(Availability {
+                available: 1,
+                held_or_paying: 0,
+            }))
+    }
+}

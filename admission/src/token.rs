@@ -1,0 +1,276 @@
+//! Signed tokens: the queue token (a place in line) and the admission token (a session).
+//! HS256 with a `kid` header; the ring accepts several keys so secrets rotate without logging
+//! anyone out. Expiry is judged by admission's clock, not the library's, so tests steer it.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use base64::Engine;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::UnixMs;
+use crate::error::{AdmissionError, InvalidToken};
+
+const QUEUE: &str = "queue";
+const ADMISSION: &str = "admission";
+
+/// What a queue token proves: this ticket joined this event with this sequence number.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueClaims {
+    #[serde(rename = "ev")]
+    pub event: String,
+    #[serde(rename = "tid")]
+    pub ticket_id: String,
+    /// Join sequence: the FIFO place of a post-opening arrival.
+    pub seq: u64,
+    /// Joined before `opens_at`: placed by the seeded permutation instead of `seq`.
+    #[serde(rename = "pre")]
+    pub pre_queue: bool,
+    /// The queue epoch at join: a different current epoch means Redis lost this place and the
+    /// token re-registers it.
+    #[serde(rename = "ep")]
+    pub epoch: String,
+    pub iat: i64,
+    pub exp: i64,
+    typ: String,
+}
+
+/// What an admission token proves: a durable session (`jti`) until `exp`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmissionClaims {
+    #[serde(rename = "ev")]
+    pub event: String,
+    #[serde(rename = "jti")]
+    pub session_id: String,
+    #[serde(rename = "sub")]
+    pub ticket_id: String,
+    pub iat: i64,
+    pub exp: i64,
+    typ: String,
+}
+
+/// Any of our tokens, before its type is checked.
+#[derive(Deserialize)]
+struct Envelope {
+    ev: String,
+    exp: i64,
+    #[serde(default)]
+    typ: String,
+}
+
+#[derive(Clone)]
+struct Key {
+    enc: EncodingKey,
+    dec: DecodingKey,
+}
+
+/// HS256 keys by `kid`; the first one given signs, all verify.
+#[derive(Clone)]
+pub struct KeyRing {
+    signing: String,
+    keys: HashMap<String, Key>,
+}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut kids: Vec<&String> = self.keys.keys().collect();
+        kids.sort();
+        f.debug_struct("KeyRing")
+            .field("signing", &self.signing)
+            .field("kids", &kids)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyRingError {
+    #[error("no keys")]
+    Empty,
+    #[error("key entries are `kid:secret`, got an entry without a colon or empty parts")]
+    Entry,
+    #[error(transparent)]
+    Key(#[from] jsonwebtoken::errors::Error),
+}
+
+impl KeyRing {
+    /// `keys` in order: the first signs; all verify.
+    pub fn new<'a>(keys: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<Self, KeyRingError> {
+        let mut ring = KeyRing {
+            signing: String::new(),
+            keys: HashMap::new(),
+        };
+        for (kid, secret) in keys {
+            if kid.is_empty() || secret.is_empty() {
+                return Err(KeyRingError::Entry);
+            }
+            if ring.signing.is_empty() {
+                ring.signing = kid.to_owned();
+            }
+            let key = Key {
+                enc: EncodingKey::from_secret(secret)?,
+                dec: DecodingKey::from_secret(secret)?,
+            };
+            ring.keys.insert(kid.to_owned(), key);
+        }
+        if ring.keys.is_empty() {
+            return Err(KeyRingError::Empty);
+        }
+        Ok(ring)
+    }
+
+    /// Parses `FLOODGATE_TOKEN_SECRETS`: `kid:secret,kid:secret` (first signs).
+    pub fn parse(spec: &str) -> Result<Self, KeyRingError> {
+        let mut pairs = Vec::new();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (kid, secret) = entry.split_once(':').ok_or(KeyRingError::Entry)?;
+            pairs.push((kid, secret.as_bytes()));
+        }
+        Self::new(pairs)
+    }
+
+    fn sign<T: Serialize>(&self, claims: &T) -> Result<String, AdmissionError> {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(self.signing.clone());
+        let key = &self
+            .keys
+            .get(&self.signing)
+            .expect("the signing kid is always in the ring")
+            .enc;
+        Ok(jsonwebtoken::encode(&header, claims, key)?)
+    }
+
+    pub(crate) fn sign_queue(
+        &self,
+        event: &str,
+        ticket_id: &str,
+        seq: u64,
+        pre_queue: bool,
+        epoch: &str,
+        now_ms: UnixMs,
+        ttl_s: i64,
+    ) -> Result<(String, QueueClaims), AdmissionError> {
+        let iat = now_ms.div_euclid(1000);
+        let claims = QueueClaims {
+            event: event.to_owned(),
+            ticket_id: ticket_id.to_owned(),
+            seq,
+            pre_queue,
+            epoch: epoch.to_owned(),
+            iat,
+            exp: iat + ttl_s,
+            typ: QUEUE.to_owned(),
+        };
+        Ok((self.sign(&claims)?, claims))
+    }
+
+    pub(crate) fn sign_admission(
+        &self,
+        event: &str,
+        session_id: &str,
+        ticket_id: &str,
+        now_ms: UnixMs,
+        exp: i64,
+    ) -> Result<String, AdmissionError> {
+        let claims = AdmissionClaims {
+            event: event.to_owned(),
+            session_id: session_id.to_owned(),
+            ticket_id: ticket_id.to_owned(),
+            iat: now_ms.div_euclid(1000),
+            exp,
+            typ: ADMISSION.to_owned(),
+        };
+        self.sign(&claims)
+    }
+
+    pub(crate) fn verify_queue(
+        &self,
+        token: &str,
+        event: &str,
+        now_ms: UnixMs,
+    ) -> Result<QueueClaims, AdmissionError> {
+        let raw = self.verify_raw(token)?;
+        if raw.claims.typ != QUEUE {
+            return Err(AdmissionError::TokenInvalid(InvalidToken::Malformed));
+        }
+        check(&raw.claims, event, now_ms)?;
+        serde_json::from_value(raw.value)
+            .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
+    }
+
+    pub(crate) fn verify_admission(
+        &self,
+        token: &str,
+        event: &str,
+        now_ms: UnixMs,
+    ) -> Result<AdmissionClaims, AdmissionError> {
+        let raw = self.verify_raw(token)?;
+        match raw.claims.typ.as_str() {
+            ADMISSION => {}
+            // A place in line is not a session: a distinct, actionable refusal.
+            QUEUE => return Err(AdmissionError::NotAdmitted),
+            _ => return Err(AdmissionError::TokenInvalid(InvalidToken::Malformed)),
+        }
+        check(&raw.claims, event, now_ms)?;
+        serde_json::from_value(raw.value)
+            .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
+    }
+
+    fn verify_raw(&self, token: &str) -> Result<Raw, AdmissionError> {
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(AdmissionError::TokenMissing);
+        }
+        let invalid = AdmissionError::TokenInvalid;
+        // Read the header ourselves: the library refuses `alg: none` as a parse error, and we
+        // want that told apart from garbage.
+        let header_b64 = token.split('.').next().unwrap_or_default();
+        if token.split('.').count() != 3 {
+            return Err(invalid(InvalidToken::Malformed));
+        }
+        let header: serde_json::Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(header_b64)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or(invalid(InvalidToken::Malformed))?;
+        if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
+            return Err(invalid(InvalidToken::AlgorithmNotAllowed));
+        }
+        let key = header
+            .get("kid")
+            .and_then(|k| k.as_str())
+            .and_then(|kid| self.keys.get(kid))
+            .ok_or(invalid(InvalidToken::UnknownKey))?;
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.validate_exp = false;
+        validation.set_required_spec_claims(&["exp"]);
+        let data = jsonwebtoken::decode::<serde_json::Value>(token, &key.dec, &validation)
+            .map_err(|e| match e.kind() {
+                jsonwebtoken::errors::ErrorKind::InvalidSignature => {
+                    invalid(InvalidToken::BadSignature)
+                }
+                _ => invalid(InvalidToken::Malformed),
+            })?;
+        let claims: Envelope = serde_json::from_value(data.claims.clone())
+            .map_err(|_| invalid(InvalidToken::Malformed))?;
+        Ok(Raw {
+            claims,
+            value: data.claims,
+        })
+    }
+}
+
+struct Raw {
+    claims: Envelope,
+    value: serde_json::Value,
+}
+
+fn check(claims: &Envelope, event: &str, now_ms: UnixMs) -> Result<(), AdmissionError> {
+    if claims.ev != event {
+        return Err(AdmissionError::WrongEvent);
+    }
+    if claims.exp * 1000 <= now_ms {
+        return Err(AdmissionError::TokenExpired);
+    }
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! The admission story, run against both backends (memory with paused tokio time; Redis at
+//! REDIS_URL with a steered clock). Each story owns a fresh event id.
+
+mod support;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use admission::{AdmissionDb, AdmissionError, Availability, EventState, QueueStatus};
+use support::{Harness, Kind, client};
+
+const TICK: Duration = Duration::from_millis(100);
+
+/// Join → waiting with positions → offered in order → claim → same session on a second claim.
+async fn join_offer_claim(kind: Kind) {
+    let h = Harness::new(kind, "story", |c| c.rate_per_min = 600).await;
+    h.tick().await;
+    let joined = h.join_n(5).await;
+    for (i, j) in joined.iter().enumerate() {
+        assert_eq!(j.status, QueueStatus::Waiting);
+        let st = h.adm.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, QueueStatus::Waiting);
+        assert_eq!(st.position, Some(i as u64), "buyers ahead of buyer {i}");
+        assert_eq!(st.estimated_wait_s, None, "no outflow measured yet");
+    }
+    let early = h.adm.claim(&joined[0].claims).await.expect_err("not offered yet");
+    assert!(matches!(early, AdmissionError::NotYourTurn), "{early:?}");
+
+    let offered = h.run(10, TICK).await;
+    assert_eq!(offered.len(), 5, "10/s for a second offers all five");
+    let seqs: Vec<u64> = joined.iter().map(|j| j.claims.seq).collect();
+    assert_eq!(offered, seqs, "offers in queue order");
+
+    let st = h.adm.status(&joined[0].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Offered);
+    assert!(matches!(st.offer_expires_in_s, Some(119..=120)), "{st:?}");
+
+    let first = h.adm.claim(&joined[0].claims).await.expect("claim");
+    let again = h.adm.claim(&joined[0].claims).await.expect("claim twice");
+    assert_eq!(first.session_id, again.session_id, "claiming twice returns the same session");
+    let claims = h
+        .adm
+        .verify_admission_token(&h.event, Some(&first.admission_token))
+        .expect("admission token verifies");
+    assert_eq!(claims.session_id, first.session_id);
+    assert_eq!(
+        h.adm.status(&joined[0].claims).await.expect("status").status,
+        QueueStatus::Admitted
+    );
+    assert_eq!(h.db.sessions(&h.event).len(), 1);
+
+    // Buyer 1 never claims: after offer_s its turn passes, and it is told so.
+    h.run(1200, TICK).await;
+    let st = h.adm.status(&joined[1].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::OfferLapsed);
+    let late = h.adm.claim(&joined[1].claims).await.expect_err("lapsed");
+    assert!(matches!(late, AdmissionError::OfferLapsed), "{late:?}");
+    assert_eq!(h.tick().await.snapshot.lapsed_total, 4);
+}
+both!(join_offer_claim);
+
+/// A retried join with the same idempotency key keeps its place; unknown events are refused.
+async fn idempotent_join(kind: Kind) {
+    let h = Harness::new(kind, "idem", |_| {}).await;
+    let a = h.adm.join(&h.event, client(), Some("key-1")).await.expect("join");
+    let b = h.adm.join(&h.event, client(), Some("key-1")).await.expect("join again");
+    let c = h.adm.join(&h.event, client(), Some("key-2")).await.expect("other key");
+    assert_eq!(a.ticket_id, b.ticket_id);
+    assert_eq!(a.claims.seq, b.claims.seq);
+    assert_ne!(a.ticket_id, c.ticket_id);
+    assert_eq!(c.claims.seq, a.claims.seq + 1);
+    let err = h.adm.join("no-such-event", client(), None).await.expect_err("unknown");
+    assert!(matches!(err, AdmissionError::UnknownEvent), "{err:?}");
+}
+both!(idempotent_join);
+
+/// Offers at 600/min over 60 s within ±2%; a change to 1,200/min obeyed within one second.
+async fn rate_and_live_change(kind: Kind) {
+    let h = Harness::new(kind, "rate", |c| c.max_active = 100_000).await;
+    h.join_n(2_500).await;
+    let offered = h.run(600, TICK).await.len();
+    println!("{kind:?}: {offered} offers in 60 s at 600/min");
+    assert!((588..=612).contains(&offered), "{offered} offers, want 600 ± 2%");
+
+    h.update(|c| c.rate_per_min = 1_200);
+    let first = h.run(1, TICK).await;
+    let version = h.adm.subscribe(&h.event).borrow().version;
+    assert_eq!(version, 2, "the first tick after the change obeys the new version");
+    let mut second = first.len();
+    for _ in 0..9 {
+        second += h.run(1, TICK).await.len();
+    }
+    assert!((18..=23).contains(&second), "{second} offers in the first second at 1,200/min");
+    let next = h.run(600, TICK).await.len();
+    assert!((1_176..=1_224).contains(&next), "{next} offers in the next minute at 1,200/min");
+}
+both!(rate_and_live_change);
+
+/// `active sessions + open offers` never exceeds `max_active`; ended and expired sessions
+/// give their slots back; offers stay in queue order throughout.
+async fn cap_holds(kind: Kind) {
+    let h = Harness::new(kind, "cap", |c| {
+        c.rate_per_min = 6_000;
+        c.max_active = 20;
+        c.session_s = 10;
+        c.offer_s = 5;
+    })
+    .await;
+    let joined = h.join_n(300).await;
+    let mut all = Vec::new();
+    let mut live: Vec<(String, u32)> = Vec::new();
+    for round in 0..3_000u32 {
+        h.advance(TICK).await;
+        let r = h.tick().await;
+        let s = &r.snapshot;
+        let active = h.db.active_sessions(&h.event).await.expect("active");
+        assert!(active + s.open_offers <= 20, "cap exceeded: {active} active, {s:?}");
+        for seq in &r.offered {
+            // Two in three claim; the rest let their offer lapse.
+            if seq % 3 != 0 {
+                let j = &joined[(*seq - 1) as usize];
+                let a = h.adm.claim(&j.claims).await.expect("claim offered");
+                live.push((a.session_id, round));
+            }
+        }
+        all.extend(r.offered);
+        // Half the sessions end by a signal after 5 s; the others run out at session_s (10 s).
+        let mut keep = Vec::new();
+        for (id, since) in live.drain(..) {
+            if round - since >= 50 && id.as_bytes()[id.len() - 1] % 2 == 0 {
+                h.adm.session_ended(&h.event, &id).await.expect("end");
+            } else {
+                keep.push((id, since));
+            }
+        }
+        live = keep;
+    }
+    let last = h.tick().await.snapshot;
+    let active = h.db.active_sessions(&h.event).await.expect("active");
+    assert_eq!(all.len(), 300, "everyone was offered: {active} active, {last:?}");
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "offers in queue order");
+}
+both!(cap_holds);
+
+/// Pause stops offers (and joins); resume continues in order.
+async fn pause_resume(kind: Kind) {
+    let h = Harness::new(kind, "pause", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(100).await;
+    let before = h.run(20, TICK).await;
+    assert!(!before.is_empty());
+    h.update(|c| c.paused = true);
+    let during = h.run(50, TICK).await;
+    assert!(during.is_empty(), "no offers while paused: {during:?}");
+    let snap = h.tick().await.snapshot;
+    assert_eq!(snap.state, EventState::Paused);
+    assert_eq!(snap.outflow_per_min, None, "no estimate while paused");
+    let last = joined.last().expect("joined");
+    assert_eq!(h.adm.status(&last.claims).await.expect("status").status, QueueStatus::Paused);
+    let err = h.adm.join(&h.event, client(), None).await.expect_err("paused");
+    assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
+    h.update(|c| c.paused = false);
+    let after = h.run(50, TICK).await;
+    assert!(!after.is_empty());
+    assert_eq!(after[0], before.last().expect("offers before") + 1, "resume where it stopped");
+    let all: Vec<u64> = before.into_iter().chain(after).collect();
+    assert!(all.windows(2).all(|w| w[1] == w[0] + 1), "in order, nobody skipped");
+}
+both!(pause_resume);
+
+/// With 30% never claiming, claimed sessions flow at the configured rate ±10%, and nobody
+/// waits behind a lapsed offer.
+async fn no_shows(kind: Kind) {
+    let h = Harness::new(kind, "noshow", |c| {
+        c.rate_per_min = 600;
+        c.max_active = 10_000;
+        c.offer_s = 20;
+    })
+    .await;
+    let joined = h.join_n(4_000).await;
+    let mut claimed = 0usize;
+    let mut claimed_late = 0usize;
+    let mut offered = Vec::new();
+    for round in 0..1_800u32 {
+        h.advance(TICK).await;
+        let r = h.tick().await;
+        for seq in &r.offered {
+            if seq % 10 >= 3 {
+                h.adm
+                    .claim(&joined[(*seq - 1) as usize].claims)
+                    .await
+                    .expect("claim");
+                claimed += 1;
+                if round >= 1_200 {
+                    claimed_late += 1;
+                }
+            }
+        }
+        offered.extend(r.offered);
+    }
+    // The last minute is steady state: lapses have begun and give their rate back.
+    println!("{kind:?}: {claimed_late} claimed in the last minute at 600/min with 30% no-shows");
+    assert!((540..=660).contains(&claimed_late), "{claimed_late} claims/min, want 600 ± 10%");
+    assert!(claimed > 0);
+    assert!(offered.windows(2).all(|w| w[0] < w[1]), "queue order kept past lapses");
+}
+both!(no_shows);
+
+/// Pre-queue: the revealed seed reproduces the order exactly; arrival and offer order are
+/// uncorrelated; post-opening arrivals all come after.
+async fn pre_queue(kind: Kind) {
+    let h = Harness::new(kind, "prequeue", |c| {
+        c.rate_per_min = 60_000;
+        c.max_active = 100_000;
+    })
+    .await;
+    let opens_in = Duration::from_secs(60);
+    let opens_at = support::at(h.clock.now_ms() + 60_000);
+    h.update(|c| c.opens_at = opens_at);
+    h.tick().await;
+    let fair = h.adm.fairness(&h.event).await.expect("fairness");
+    assert_eq!(fair.seed, None, "seed hidden before opening");
+    let pre = h.join_n(1_000).await;
+    assert!(pre.iter().all(|j| j.status == QueueStatus::PreQueue));
+    let st = h.adm.status(&pre[0].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::PreQueue);
+    assert!(h.run(10, TICK).await.is_empty(), "nothing offered before opening");
+
+    h.advance(opens_in).await;
+    let post = h.join_n(50).await;
+    assert!(post.iter().all(|j| !j.claims.pre_queue));
+    let offered = h.run(50, TICK).await;
+    assert_eq!(offered.len(), 1_050);
+
+    let fair = h.adm.fairness(&h.event).await.expect("fairness");
+    let seed = fair.seed.expect("seed revealed at opening");
+    assert_eq!(admission::seed_commitment(&seed), fair.seed_commitment);
+    let by_seq: std::collections::HashMap<u64, &str> =
+        pre.iter().map(|j| (j.claims.seq, j.ticket_id.as_str())).collect();
+    let offered_tickets: Vec<&str> = offered[..1_000].iter().map(|s| by_seq[s]).collect();
+    let expected = admission::pre_queue_order(&seed, pre.iter().map(|j| j.ticket_id.as_str()));
+    assert_eq!(offered_tickets, expected, "the revealed seed reproduces the order");
+    let post_seqs: Vec<u64> = post.iter().map(|j| j.claims.seq).collect();
+    assert_eq!(offered[1_000..], post_seqs[..], "later arrivals FIFO behind the pre-queue");
+
+    // Spearman rank correlation between arrival (seq) and offer rank.
+    let n = 1_000f64;
+    let d2: f64 = offered[..1_000]
+        .iter()
+        .enumerate()
+        .map(|(rank, seq)| {
+            let d = (*seq as f64 - 1.0) - rank as f64;
+            d * d
+        })
+        .sum();
+    let rho = 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
+    println!("{kind:?}: pre-queue rank correlation arrival vs offer = {rho:.4}");
+    assert!(rho.abs() < 0.1, "rank correlation {rho} is not near zero");
+}
+both!(pre_queue);
+
+/// Sold out: offers stop, everyone is told, joins refused; it reopens when seats return.
+async fn sold_out(kind: Kind) {
+    let h = Harness::new(kind, "soldout", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(50).await;
+    h.run(10, TICK).await;
+    h.db.set_availability(&h.event, Availability { available: 0, held_or_paying: 0 });
+    assert!(h.run(20, TICK).await.is_empty(), "no offers when sold out");
+    assert_eq!(h.tick().await.snapshot.state, EventState::SoldOut);
+    let last = joined.last().expect("joined");
+    assert_eq!(h.adm.status(&last.claims).await.expect("status").status, QueueStatus::SoldOut);
+    let err = h.adm.join(&h.event, client(), None).await.expect_err("sold out");
+    assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
+    let err = h.adm.claim(&last.claims).await.expect_err("sold out");
+    assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
+    // Held seats may come back: not sold out while some are held.
+    h.db.set_availability(&h.event, Availability { available: 0, held_or_paying: 3 });
+    assert_eq!(h.tick().await.snapshot.state, EventState::Open);
+    h.db.set_availability(&h.event, Availability { available: 2, held_or_paying: 0 });
+    assert!(!h.run(20, TICK).await.is_empty(), "offers resume when seats return");
+}
+both!(sold_out);
+
+/// Close: no new joins or offers; status says closed.
+async fn closed(kind: Kind) {
+    let h = Harness::new(kind, "closed", |_| {}).await;
+    let j = h.join().await;
+    h.update(|c| c.closed = true);
+    assert!(h.run(20, TICK).await.is_empty());
+    assert_eq!(h.adm.status(&j.claims).await.expect("status").status, QueueStatus::Closed);
+    let err = h.adm.join(&h.event, client(), None).await.expect_err("closed");
+    assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
+    let err = h.adm.claim(&j.claims).await.expect_err("closed");
+    assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
+}
+both!(closed);
+
+/// The change feed wakes a subscriber once per tick, not once per buyer; positions and the
+/// wait range follow from the snapshot.
+async fn change_feed(kind: Kind) {
+    let h = Harness::new(kind, "feed", |c| c.max_active = 10_000).await;
+    let mut rx = h.adm.subscribe(&h.event);
+    rx.mark_unchanged();
+    let joined = h.join_n(200).await;
+    assert!(!rx.has_changed().expect("feed open"), "joins alone do not wake sockets");
+    h.run(100, TICK).await;
+    assert!(rx.has_changed().expect("feed open"));
+    let snap = rx.borrow_and_update().clone();
+    // 10/s for 10 s, plus the meter's quarter-second burst tolerance.
+    assert!((100..=103).contains(&snap.served), "{snap:?}");
+    let last = joined.last().expect("joined");
+    let ahead = 199 - snap.served;
+    assert_eq!(snap.position_hint(&last.claims), Some(ahead));
+    let st = h.adm.status(&last.claims).await.expect("status");
+    assert_eq!(st.position, Some(ahead));
+    let (lo, hi) = st.estimated_wait_range_s.expect("outflow measured");
+    let est = st.estimated_wait_s.expect("outflow measured");
+    assert!(lo <= est && est <= hi && (5..=20).contains(&est), "{st:?}");
+    assert!(st.retry_after_s >= 2);
+    let seen: HashSet<u64> = joined.iter().map(|j| j.claims.seq).collect();
+    assert_eq!(seen.len(), 200);
+}
+both!(change_feed);

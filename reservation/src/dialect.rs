@@ -1,0 +1,85 @@
+//! The only place PostgreSQL and SQLite differ: a few uppercase tokens in otherwise shared
+//! SQL text, rendered once per statement and cached for the life of the process.
+
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+/// Which database the store talks to, chosen once from the URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    Postgres,
+    Sqlite,
+}
+
+/// Token → (PostgreSQL, SQLite). Times are timestamptz on PostgreSQL and integer ms on SQLite;
+/// `MS`/`TS`/`MSEC` convert at the edges so Rust always sees i64 milliseconds.
+const TOKENS: &[(&str, &str, &str)] = &[
+    // The database clock, read at the moment of evaluation (never the transaction start).
+    (
+        "NOW",
+        "clock_timestamp()",
+        "(cast(unixepoch('subsec') * 1000 as integer))",
+    ),
+    ("MSEC(", "fg_msec(", "("),
+    ("MS(", "fg_ms(", "("),
+    ("TS(", "fg_ts(", "("),
+    ("JSON_EACH(", "fg_each(", "json_each("),
+    ("GREATEST(", "greatest(", "max("),
+    ("LEAST(", "least(", "min("),
+    // SQLite writers are serialized by BEGIN IMMEDIATE, so row locks have no equivalent there.
+    ("SKIP_LOCKED", "for update skip locked", ""),
+    ("FOR_UPDATE", "for update", ""),
+];
+
+fn render(dialect: Dialect, text: &str) -> String {
+    let mut out = text.to_owned();
+    for (token, pg, lite) in TOKENS {
+        let with = match dialect {
+            Dialect::Postgres => pg,
+            Dialect::Sqlite => lite,
+        };
+        out = out.replace(token, with);
+    }
+    out
+}
+
+type Cache = RwLock<HashMap<(Dialect, usize), &'static str>>;
+
+/// The statement for this dialect. Statements are `'static` literals, so the cache is bounded
+/// by the program text; rendered strings are leaked once so sqlx can cache the prepared form.
+pub(crate) fn sql(dialect: Dialect, text: &'static str) -> &'static str {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (dialect, text.as_ptr() as usize);
+    if let Some(s) = cache.read().ok().and_then(|c| c.get(&key).copied()) {
+        return s;
+    }
+    let rendered: &'static str = Box::leak(render(dialect, text).into_boxed_str());
+    if let Ok(mut c) = cache.write() {
+        c.entry(key).or_insert(rendered)
+    } else {
+        rendered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_render_per_dialect() {
+        let q = "select MS(expires_at) from holds where expires_at > NOW + MSEC($1) FOR_UPDATE";
+        assert_eq!(
+            render(Dialect::Postgres, q),
+            "select fg_ms(expires_at) from holds where expires_at > clock_timestamp() + fg_msec($1) for update"
+        );
+        assert_eq!(
+            render(Dialect::Sqlite, q),
+            "select (expires_at) from holds where expires_at > (cast(unixepoch('subsec') * 1000 as integer)) + ($1) "
+        );
+        assert_eq!(
+            render(Dialect::Sqlite, "x in (select value from JSON_EACH($2))"),
+            "x in (select value from json_each($2))"
+        );
+    }
+}

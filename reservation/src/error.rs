@@ -1,0 +1,82 @@
+//! The outcomes a caller acts on, plus one opaque storage variant.
+
+use crate::ids::SeatId;
+
+/// Everything the store refuses, named so the gateway can map each to one HTTP answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("seats are not available: {seats:?}")]
+    SeatUnavailable { seats: Vec<SeatId> },
+    #[error("unknown seats: {seats:?}")]
+    UnknownSeats { seats: Vec<SeatId> },
+    #[error("a seat is listed twice")]
+    DuplicateSeats,
+    #[error("too many seats for one hold (at most {max})")]
+    TooManySeats { max: i64 },
+    #[error("no seats requested")]
+    NoSeats,
+    #[error("sold out")]
+    SoldOut,
+    #[error("event not found")]
+    EventNotFound,
+    #[error("session not found")]
+    SessionNotFound,
+    #[error("session has ended")]
+    SessionEnded,
+    #[error("hold not found")]
+    HoldNotFound,
+    #[error("hold belongs to another session")]
+    NotOwner,
+    #[error("hold has expired")]
+    HoldExpired,
+    #[error("the session already has a live hold")]
+    HoldLimit,
+    #[error("a payment is in progress for this hold")]
+    PaymentInProgress,
+    #[error("idempotency key reused with a different request")]
+    IdempotencyConflict,
+    #[error("payment attempt not found")]
+    AttemptNotFound,
+    #[error(transparent)]
+    InvalidId(#[from] crate::ids::InvalidId),
+    /// The database failed or timed out; details are for the log, not the client.
+    #[error("storage error")]
+    Storage(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Storage(e)
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Storage(sqlx::Error::Decode(Box::new(e)))
+    }
+}
+
+impl Error {
+    /// Deadlocks, serialization failures, lock timeouts and SQLite busy: the transaction was
+    /// rolled back whole, so running it again is safe.
+    pub(crate) fn is_retryable(&self) -> bool {
+        let Error::Storage(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        matches!(
+            db.code().as_deref(),
+            Some("40P01" | "40001" | "55P03" | "5" | "261" | "517" | "6" | "262")
+        )
+    }
+}
+
+/// A unique violation on the index that allows one live hold per session.
+pub(crate) fn is_live_hold_conflict(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            db.constraint() == Some("holds_one_live_per_session")
+                || db.message().contains("holds.session_id")
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,434 @@
+//! The payment saga's database steps: begin (held→paying), finalize (paying→sold), decline
+//! (paying→held) and abandon (paying→available). Provider calls happen elsewhere, after commit.
+
+use crate::Error;
+use crate::hold_life::HoldCtx;
+use crate::ids::{self, AttemptId, HoldId, SessionId, trusted};
+use crate::journal::Entry;
+use crate::store::{Store, Tx};
+use crate::views::{AttemptState, Order, PaymentAttempt, attempt_columns, order_columns};
+
+/// The outcome of `finalize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finalized {
+    /// The order exists (made now, or by an earlier call: repeating is a no-op).
+    Confirmed(Order),
+    /// The seats no longer name this hold and attempt (abandoned, then taken): nothing was
+    /// sold; the caller must void or refund the money.
+    SeatLost,
+}
+
+/// Grace a declined buyer keeps to try another card (DESIGN §4), capped by `max_hold_s`.
+const DECLINE_GRACE_MS: i64 = 120_000;
+
+impl Store {
+    /// Moves the owner's live hold to `paying` and records the attempt and its `authorize`
+    /// outbox row, all in one transaction: no money is asked for a hold that could not pay.
+    #[tracing::instrument(skip_all, err, fields(hold = %hold))]
+    pub async fn begin_payment(
+        &self,
+        session: &SessionId,
+        hold: &HoldId,
+        payment_method: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        self.retrying(|| self.begin_payment_once(session, hold, payment_method))
+            .await
+    }
+
+    async fn begin_payment_once(
+        &self,
+        session: &SessionId,
+        hold: &HoldId,
+        payment_method: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        let mut tx = self.begin().await?;
+        let h = self.owned_held(&mut tx, session, hold).await?;
+        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        let attempt_id = ids::generate("pa");
+        // Judged again under the row locks by the clock at this instant: a rival may take
+        // an expired seat, so only rows still ours and unexpired may enter `paying`.
+        let paying = sqlx::query(self.sql(
+            "update seats set state = 'paying', payment_attempt_id = $3, version = version + 1 \
+             where event_id = $1 and hold_id = $2 and state = 'held' and hold_expires_at > NOW",
+        ))
+        .bind(&h.event_id)
+        .bind(&h.hold_id)
+        .bind(&attempt_id)
+        .execute(&mut *tx)
+        .await?;
+        if paying.rows_affected() != h.seat_count as u64 {
+            return Err(Error::HoldExpired);
+        }
+        sqlx::query("update holds set state = 'paying' where hold_id = $1 and state = 'held'")
+            .bind(&h.hold_id)
+            .execute(&mut *tx)
+            .await?;
+        let attempt = self
+            .insert_attempt(&mut tx, &h, &attempt_id, payment_method)
+            .await?;
+        tx.commit().await?;
+        Ok(attempt)
+    }
+
+    async fn insert_attempt(
+        &self,
+        tx: &mut Tx,
+        h: &HoldCtx,
+        attempt_id: &str,
+        payment_method: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        let resolve_by_ms = h.now_ms + h.resolve_s * 1000;
+        let abandon_at_ms = h.now_ms + h.abandon_s * 1000;
+        sqlx::query(self.sql(
+            "insert into payment_attempts (attempt_id, hold_id, event_id, amount_cents, currency, \
+             payment_method, state, created_at, resolve_by, abandon_at) \
+             values ($1, $2, $3, $4, $5, $6, 'pending', TS($7), TS($8), TS($9))",
+        ))
+        .bind(attempt_id)
+        .bind(&h.hold_id)
+        .bind(&h.event_id)
+        .bind(h.total_cents)
+        .bind(&h.currency)
+        .bind(payment_method)
+        .bind(h.now_ms)
+        .bind(resolve_by_ms)
+        .bind(abandon_at_ms)
+        .execute(&mut **tx)
+        .await?;
+        self.log(
+            tx,
+            Entry {
+                event_id: &h.event_id,
+                kind: "PaymentInitiated",
+                hold_id: Some(&h.hold_id),
+                attempt_id: Some(attempt_id),
+                seats: Some(&h.seats),
+                ..Entry::default()
+            },
+        )
+        .await?;
+        let payload = serde_json::json!({
+            "attempt_id": attempt_id, "hold_id": h.hold_id, "amount_cents": h.total_cents,
+            "currency": h.currency, "payment_method": payment_method,
+        });
+        self.outbox(
+            tx,
+            "authorize",
+            &h.event_id,
+            Some(attempt_id),
+            Some(&h.hold_id),
+            &payload,
+        )
+        .await?;
+        Ok(PaymentAttempt {
+            attempt_id: trusted(attempt_id.to_owned())?,
+            hold_id: trusted(h.hold_id.clone())?,
+            event_id: trusted(h.event_id.clone())?,
+            amount_cents: h.total_cents,
+            currency: h.currency.clone(),
+            payment_method: payment_method.to_owned(),
+            state: AttemptState::Pending,
+            provider_payment_id: None,
+            last_error: None,
+            created_at_ms: h.now_ms,
+            resolve_by_ms,
+            abandon_at_ms,
+        })
+    }
+
+    /// The attempt and its hold, for the steps that start from an attempt id.
+    async fn attempt_ctx(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+    ) -> Result<(PaymentAttempt, HoldCtx), Error> {
+        let a: PaymentAttempt = sqlx::query(self.sql(concat!(
+            "select ",
+            attempt_columns!(),
+            " from payment_attempts where attempt_id = $1"
+        )))
+        .bind(attempt.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::AttemptNotFound)?
+        .try_into()?;
+        let h = self.hold_ctx(tx, a.hold_id.as_str()).await?;
+        Ok((a, h))
+    }
+
+    async fn order_of_attempt(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+    ) -> Result<Option<Order>, Error> {
+        sqlx::query(self.sql(concat!(
+            "select ",
+            order_columns!(),
+            " from orders where attempt_id = $1"
+        )))
+        .bind(attempt.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(Order::try_from)
+        .transpose()
+    }
+
+    /// paying→sold with the order and sales rows, only if every seat still names this hold
+    /// and attempt; queues the capture. A repeat returns the stored order.
+    #[tracing::instrument(skip_all, err, fields(attempt = %attempt))]
+    pub async fn finalize(
+        &self,
+        attempt: &AttemptId,
+        provider_payment_id: Option<&str>,
+    ) -> Result<Finalized, Error> {
+        self.retrying(|| self.finalize_once(attempt, provider_payment_id))
+            .await
+    }
+
+    async fn finalize_once(
+        &self,
+        attempt: &AttemptId,
+        provider_payment_id: Option<&str>,
+    ) -> Result<Finalized, Error> {
+        let mut tx = self.begin().await?;
+        let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
+        if let Some(order) = self.order_of_attempt(&mut tx, attempt).await? {
+            return Ok(Finalized::Confirmed(order));
+        }
+        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        let order_id = ids::generate("o");
+        let sold = sqlx::query(
+            "update seats set state = 'sold', order_id = $4, version = version + 1 \
+             where event_id = $1 and hold_id = $2 and payment_attempt_id = $3 and state = 'paying'",
+        )
+        .bind(&h.event_id)
+        .bind(&h.hold_id)
+        .bind(a.attempt_id.as_str())
+        .bind(&order_id)
+        .execute(&mut *tx)
+        .await?;
+        if sold.rows_affected() != h.seat_count as u64 {
+            drop(tx);
+            // A concurrent finalize of the same attempt may have just won: that is not a loss.
+            let mut tx = self.begin().await?;
+            return Ok(match self.order_of_attempt(&mut tx, attempt).await? {
+                Some(order) => Finalized::Confirmed(order),
+                None => Finalized::SeatLost,
+            });
+        }
+        sqlx::query(
+            "insert into orders (order_id, event_id, hold_id, attempt_id, seats, total_cents, status, payment_status) \
+             values ($1, $2, $3, $4, $5, $6, 'confirmed', 'authorized')",
+        )
+        .bind(&order_id)
+        .bind(&h.event_id)
+        .bind(&h.hold_id)
+        .bind(a.attempt_id.as_str())
+        .bind(&h.seats)
+        .bind(h.total_cents)
+        .execute(&mut *tx)
+        .await?;
+        // The second fence: sales is unique on (event_id, seat_id) whatever the seats row says.
+        sqlx::query(self.sql(
+            "insert into sales (event_id, seat_id, order_id) \
+             select $1, value, $2 from JSON_EACH($3)",
+        ))
+        .bind(&h.event_id)
+        .bind(&order_id)
+        .bind(&h.seats)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(self.sql(
+            "update holds set state = 'confirmed', order_id = $2, ended_at = NOW where hold_id = $1",
+        ))
+        .bind(&h.hold_id)
+        .bind(&order_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(self.sql(
+            "update payment_attempts set state = 'confirmed', \
+             provider_payment_id = coalesce($2, provider_payment_id), updated_at = NOW where attempt_id = $1",
+        ))
+        .bind(a.attempt_id.as_str())
+        .bind(provider_payment_id)
+        .execute(&mut *tx)
+        .await?;
+        self.log(
+            &mut tx,
+            Entry {
+                event_id: &h.event_id,
+                kind: "ReservationConfirmed",
+                hold_id: Some(&h.hold_id),
+                attempt_id: Some(a.attempt_id.as_str()),
+                order_id: Some(&order_id),
+                seats: Some(&h.seats),
+                ..Entry::default()
+            },
+        )
+        .await?;
+        let payload = serde_json::json!({
+            "attempt_id": a.attempt_id, "order_id": order_id, "amount_cents": a.amount_cents,
+            "provider_payment_id": provider_payment_id,
+        });
+        self.outbox(
+            &mut tx,
+            "capture",
+            &h.event_id,
+            Some(a.attempt_id.as_str()),
+            Some(&h.hold_id),
+            &payload,
+        )
+        .await?;
+        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "confirmed")
+            .await?;
+        let order = self
+            .order_of_attempt(&mut tx, attempt)
+            .await?
+            .ok_or(Error::AttemptNotFound)?;
+        tx.commit().await?;
+        Ok(Finalized::Confirmed(order))
+    }
+
+    /// The provider declined: the seats go back to `held` under the same hold for at least
+    /// two minutes (capped by `max_hold_s`) so the buyer can retry with a new attempt.
+    /// A no-op on an attempt that is already final. Returns the attempt as stored.
+    #[tracing::instrument(skip_all, err, fields(attempt = %attempt))]
+    pub async fn decline(
+        &self,
+        attempt: &AttemptId,
+        reason: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        self.retrying(|| self.decline_once(attempt, reason)).await
+    }
+
+    async fn decline_once(
+        &self,
+        attempt: &AttemptId,
+        reason: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        let mut tx = self.begin().await?;
+        let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
+        if !is_open(a.state) {
+            return Ok(a);
+        }
+        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        let until = h
+            .expires_at_ms
+            .max(h.now_ms + DECLINE_GRACE_MS)
+            .min(h.max_expires_at_ms);
+        sqlx::query(self.sql(
+            "update seats set state = 'held', payment_attempt_id = null, hold_expires_at = TS($4), \
+             version = version + 1 \
+             where event_id = $1 and hold_id = $2 and payment_attempt_id = $3 and state = 'paying'",
+        ))
+        .bind(&h.event_id)
+        .bind(&h.hold_id)
+        .bind(a.attempt_id.as_str())
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(self.sql(
+            "update holds set state = 'held', expires_at = TS($2), last_payment_error = $3 \
+             where hold_id = $1 and state = 'paying'",
+        ))
+        .bind(&h.hold_id)
+        .bind(until)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+        let a = self
+            .close_attempt(&mut tx, &a.attempt_id, "declined", Some(reason))
+            .await?;
+        self.log(
+            &mut tx,
+            Entry {
+                event_id: &h.event_id,
+                kind: "PaymentDeclined",
+                hold_id: Some(&h.hold_id),
+                attempt_id: Some(a.attempt_id.as_str()),
+                detail: Some(serde_json::json!({ "reason": reason }).to_string()),
+                ..Entry::default()
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(a)
+    }
+
+    /// Policy release at `abandon_at` (after the caller voided the authorization): the seats
+    /// go back on sale, the attempt and hold end `abandoned`. A no-op on a final attempt.
+    #[tracing::instrument(skip_all, err, fields(attempt = %attempt))]
+    pub async fn abandon(&self, attempt: &AttemptId) -> Result<PaymentAttempt, Error> {
+        self.retrying(|| self.abandon_once(attempt)).await
+    }
+
+    async fn abandon_once(&self, attempt: &AttemptId) -> Result<PaymentAttempt, Error> {
+        let mut tx = self.begin().await?;
+        let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
+        if !is_open(a.state) {
+            return Ok(a);
+        }
+        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        sqlx::query(
+            "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
+             payment_attempt_id = null, version = version + 1 \
+             where event_id = $1 and payment_attempt_id = $2 and state = 'paying'",
+        )
+        .bind(&h.event_id)
+        .bind(a.attempt_id.as_str())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(self.sql(
+            "update holds set state = 'abandoned', ended_at = NOW where hold_id = $1 and state = 'paying'",
+        ))
+        .bind(&h.hold_id)
+        .execute(&mut *tx)
+        .await?;
+        let a = self
+            .close_attempt(&mut tx, &a.attempt_id, "abandoned", None)
+            .await?;
+        self.log(
+            &mut tx,
+            Entry {
+                event_id: &h.event_id,
+                kind: "PaymentAbandoned",
+                hold_id: Some(&h.hold_id),
+                attempt_id: Some(a.attempt_id.as_str()),
+                seats: Some(&h.seats),
+                ..Entry::default()
+            },
+        )
+        .await?;
+        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "abandoned")
+            .await?;
+        tx.commit().await?;
+        Ok(a)
+    }
+
+    async fn close_attempt(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+        state: &str,
+        error: Option<&str>,
+    ) -> Result<PaymentAttempt, Error> {
+        sqlx::query(self.sql(concat!(
+            "update payment_attempts set state = $2, last_error = coalesce($3, last_error), updated_at = NOW \
+             where attempt_id = $1 returning ",
+            attempt_columns!()
+        )))
+        .bind(attempt.as_str())
+        .bind(state)
+        .bind(error)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_into()
+    }
+}
+
+fn is_open(s: AttemptState) -> bool {
+    matches!(
+        s,
+        AttemptState::Pending | AttemptState::Ambiguous | AttemptState::Authorized
+    )
+}

@@ -1,0 +1,270 @@
+//! The simulated Stripe-shaped provider. The embedded default calls it in-process; the
+//! `tests` crate serves the same core over HTTP, so there is one implementation.
+//!
+//! Test payment methods: `pm_card_visa` authorizes, `pm_card_declined` declines,
+//! `pm_card_slow` answers after `slow_ms`, `pm_card_lost` authorizes but loses the answer,
+//! `pm_card_error` answers 500 and creates nothing.
+
+mod delivery;
+mod knobs;
+mod ledger;
+mod state;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::Value;
+use tokio::sync::watch;
+
+pub use knobs::{Knobs, KnobsPatch};
+pub use ledger::{AttemptRecord, Counters, Ledger};
+
+use super::AuthorizeRequest;
+use super::outcome::Expect;
+
+/// How a simulator starts.
+#[derive(Clone, Default)]
+pub struct SimulatorConfig {
+    /// Seeds ids, declines and the chaos knobs, so a run can be repeated.
+    pub seed: u64,
+    /// Signs outgoing webhooks (`Stripe-Signature`).
+    pub webhook_secret: String,
+    pub knobs: Knobs,
+}
+
+/// One provider request, as either front end (HTTP route or in-process call) received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimRequest {
+    CreateIntent {
+        idempotency_key: Option<String>,
+        form: Vec<(String, String)>,
+    },
+    RetrieveIntent {
+        id: String,
+    },
+    SearchIntents {
+        query: String,
+    },
+    CaptureIntent {
+        id: String,
+        idempotency_key: Option<String>,
+    },
+    CancelIntent {
+        id: String,
+        idempotency_key: Option<String>,
+    },
+    CreateRefund {
+        idempotency_key: Option<String>,
+        form: Vec<(String, String)>,
+    },
+}
+
+impl SimRequest {
+    pub(crate) fn authorize(req: &AuthorizeRequest) -> Self {
+        SimRequest::CreateIntent {
+            idempotency_key: Some(req.attempt_id.clone()),
+            form: req.form(),
+        }
+    }
+    pub(crate) fn retrieve(id: &str) -> Self {
+        SimRequest::RetrieveIntent { id: id.to_owned() }
+    }
+    pub(crate) fn search(attempt_id: &str) -> Self {
+        SimRequest::SearchIntents {
+            query: super::search_query(attempt_id),
+        }
+    }
+    pub(crate) fn capture(id: &str) -> Self {
+        SimRequest::CaptureIntent {
+            id: id.to_owned(),
+            idempotency_key: None,
+        }
+    }
+    pub(crate) fn cancel(id: &str) -> Self {
+        SimRequest::CancelIntent {
+            id: id.to_owned(),
+            idempotency_key: None,
+        }
+    }
+    pub(crate) fn refund(attempt_id: &str, payment_id: &str) -> Self {
+        SimRequest::CreateRefund {
+            idempotency_key: Some(super::refund_key(attempt_id)),
+            form: vec![("payment_intent".into(), payment_id.to_owned())],
+        }
+    }
+
+    pub(crate) fn expect(&self) -> Expect {
+        match self {
+            SimRequest::SearchIntents { .. } => Expect::Search,
+            SimRequest::CreateRefund { .. } => Expect::Refund,
+            _ => Expect::Intent,
+        }
+    }
+
+    fn is_post(&self) -> bool {
+        !matches!(
+            self,
+            SimRequest::RetrieveIntent { .. } | SimRequest::SearchIntents { .. }
+        )
+    }
+
+    fn idempotency_key(&self) -> Option<&str> {
+        match self {
+            SimRequest::CreateIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CaptureIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CancelIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CreateRefund {
+                idempotency_key, ..
+            } => idempotency_key.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn payment_method(&self) -> Option<&str> {
+        match self {
+            SimRequest::CreateIntent { form, .. } => form
+                .iter()
+                .find(|(k, _)| k == "payment_method")
+                .map(|(_, v)| v.as_str()),
+            _ => None,
+        }
+    }
+
+    /// What "the same request" means for idempotency: the route and the sorted form.
+    fn fingerprint(&self) -> String {
+        let (route, form): (String, &[(String, String)]) = match self {
+            SimRequest::CreateIntent { form, .. } => ("create_intent".into(), form),
+            SimRequest::CreateRefund { form, .. } => ("create_refund".into(), form),
+            SimRequest::CaptureIntent { id, .. } => (format!("capture {id}"), &[]),
+            SimRequest::CancelIntent { id, .. } => (format!("cancel {id}"), &[]),
+            SimRequest::RetrieveIntent { id } => (format!("retrieve {id}"), &[]),
+            SimRequest::SearchIntents { query } => (format!("search {query}"), &[]),
+        };
+        let mut form = form.to_vec();
+        form.sort();
+        format!("{route} {form:?}")
+    }
+}
+
+/// The answer a front end turns into an HTTP response (or an [`super::Outcome`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimReply {
+    Answer {
+        status: u16,
+        body: Value,
+    },
+    /// The request took effect; the caller must see a timeout or a broken connection.
+    Lost,
+}
+
+/// The simulator. Cheap to clone: all clones share one provider.
+#[derive(Clone)]
+pub struct Simulator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<state::State>,
+    paused: watch::Sender<bool>,
+    http: reqwest::Client,
+    webhook_secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator").finish_non_exhaustive()
+    }
+}
+
+impl Simulator {
+    pub fn new(config: SimulatorConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state::State::new(config.seed, config.knobs)),
+                paused: watch::Sender::new(false),
+                http: reqwest::Client::new(),
+                webhook_secret: config.webhook_secret.into_bytes(),
+            }),
+        }
+    }
+
+    /// The lock is only ever held for in-memory bookkeeping, never across an await.
+    fn state(&self) -> MutexGuard<'_, state::State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Handles one request: waits while paused, waits the drawn latency, then acts.
+    pub async fn handle(&self, req: SimRequest) -> SimReply {
+        let mut paused = self.inner.paused.subscribe();
+        // An error here means the sender is gone, which cannot happen while `self` lives.
+        let _ = paused.wait_for(|p| !*p).await;
+        let latency = {
+            let mut st = self.state();
+            let (lo, hi) = (st.knobs.latency_min_ms, st.knobs.latency_max_ms);
+            if hi > 0 {
+                st.rng.random_range(lo..=hi)
+            } else {
+                0
+            }
+        };
+        if latency > 0 {
+            tokio::time::sleep(Duration::from_millis(latency)).await;
+        }
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let (effect, slow_ms) = {
+            let mut st = self.state();
+            let mut effect = st.execute(&req, now);
+            let events = std::mem::take(&mut effect.events);
+            delivery::plan(self, &mut st, events, now);
+            (effect, st.knobs.slow_ms)
+        };
+        if effect.slow {
+            tokio::time::sleep(Duration::from_millis(slow_ms)).await;
+        }
+        if effect.lost {
+            return SimReply::Lost;
+        }
+        SimReply::Answer {
+            status: effect.status,
+            body: effect.body,
+        }
+    }
+
+    /// While paused, every call waits (asynchronously) until [`Simulator::resume`].
+    pub fn pause(&self) {
+        self.inner.paused.send_replace(true);
+    }
+
+    pub fn resume(&self) {
+        self.inner.paused.send_replace(false);
+    }
+
+    pub fn is_paused(&self) -> bool {
+        *self.inner.paused.borrow()
+    }
+
+    pub fn knobs(&self) -> Knobs {
+        self.state().knobs.clone()
+    }
+
+    pub fn set_knobs(&self, patch: &KnobsPatch) -> Knobs {
+        let mut st = self.state();
+        st.knobs.apply(patch);
+        st.knobs.clone()
+    }
+
+    /// A copy of the ledger as it stands.
+    pub fn ledger(&self) -> Ledger {
+        self.state().ledger.clone()
+    }
+}

@@ -1,0 +1,96 @@
+//! Admission sessions: one per ticket, recorded when a buyer claims an offer.
+
+use crate::Error;
+use crate::ids::{self, EventId, SessionId, TicketId};
+use crate::store::Store;
+
+/// An admission session as stored.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Session {
+    #[sqlx(try_from = "String")]
+    pub session_id: SessionId,
+    #[sqlx(try_from = "String")]
+    pub event_id: EventId,
+    #[sqlx(try_from = "String")]
+    pub ticket_id: TicketId,
+    pub queue_place: Option<i64>,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub end_reason: Option<String>,
+}
+
+/// The session columns as the Rust shape reads them, followed by a where clause.
+macro_rules! select_session {
+    ($clause:literal) => {
+        concat!(
+            "select session_id, event_id, ticket_id, queue_place, MS(created_at) as created_at_ms, \
+             MS(expires_at) as expires_at_ms, MS(ended_at) as ended_at_ms, end_reason \
+             from admission_sessions ",
+            $clause
+        )
+    };
+}
+
+impl Store {
+    /// Records the session of a ticket, or returns the one it already has (claiming twice
+    /// returns the same session: the unique (event, ticket) index decides, not a prior read).
+    #[tracing::instrument(skip_all, err, fields(event = %event, ticket = %ticket))]
+    pub async fn open_session(
+        &self,
+        event: &EventId,
+        ticket: &TicketId,
+        queue_place: Option<i64>,
+        session_s: i64,
+    ) -> Result<Session, Error> {
+        self.get_event(event).await?;
+        let id = ids::generate("s");
+        let mut tx = self.begin().await?;
+        sqlx::query(self.sql(
+            "insert into admission_sessions (session_id, event_id, ticket_id, queue_place, expires_at) \
+             values ($1, $2, $3, $4, NOW + MSEC($5)) on conflict (event_id, ticket_id) do nothing",
+        ))
+        .bind(&id)
+        .bind(event.as_str())
+        .bind(ticket.as_str())
+        .bind(queue_place)
+        .bind(session_s.saturating_mul(1000))
+        .execute(&mut *tx)
+        .await?;
+        let session = sqlx::query_as::<_, Session>(
+            self.sql(select_session!("where event_id = $1 and ticket_id = $2")),
+        )
+        .bind(event.as_str())
+        .bind(ticket.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    pub async fn get_session(&self, session: &SessionId) -> Result<Session, Error> {
+        sqlx::query_as::<_, Session>(self.sql(select_session!("where session_id = $1")))
+            .bind(session.as_str())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::SessionNotFound)
+    }
+
+    /// Ends a session (session time up, buyer left). Returns false if it had already ended.
+    #[tracing::instrument(skip_all, err, fields(session = %session))]
+    pub async fn end_session(&self, session: &SessionId, reason: &str) -> Result<bool, Error> {
+        let done = sqlx::query(self.sql(
+            "update admission_sessions set ended_at = NOW, end_reason = $2 \
+             where session_id = $1 and ended_at is null",
+        ))
+        .bind(session.as_str())
+        .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            self.get_session(session).await?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,94 @@
+//! Test support (feature `testing`): a brand-new database per test, and a seeded event.
+//! Panics with a clear message when PostgreSQL does not answer: tests never skip.
+
+use sqlx::Connection;
+
+use crate::ids::{EventId, SessionId, TicketId};
+use crate::{NewEvent, NewSeat, Store, StoreOptions};
+
+/// `DATABASE_URL`, or the local default.
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// A fresh PostgreSQL database `t_<uuid>` on the server of `DATABASE_URL`, migrated, behind a
+/// pool of 64 connections (race tests need many).
+pub async fn fresh_postgres() -> Store {
+    fresh_postgres_with(StoreOptions {
+        max_connections: 64,
+        ..StoreOptions::default()
+    })
+    .await
+}
+
+pub async fn fresh_postgres_with(options: StoreOptions) -> Store {
+    let url = database_url();
+    let mut admin = sqlx::postgres::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL does not answer at DATABASE_URL={url}: {e} (start it, or set DATABASE_URL)")
+    });
+    let name = format!("t_{}", uuid::Uuid::now_v7().simple());
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create database {name} via DATABASE_URL={url}: {e}"));
+    let _ = admin.close().await;
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url.as_str(), String::new()),
+    };
+    let server = base.rsplit_once('/').map_or(base, |(server, _db)| server);
+    let db_url = format!("{server}/{name}{query}");
+    Store::connect(&db_url, options)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect/migrate fresh database {db_url}: {e:?}"))
+}
+
+/// A fresh SQLite file in the temp folder, migrated.
+pub async fn fresh_sqlite() -> Store {
+    let path = std::env::temp_dir().join(format!("floodgate-{}.db", uuid::Uuid::now_v7().simple()));
+    let url = format!("sqlite:{}", path.display());
+    Store::connect(
+        &url,
+        StoreOptions {
+            max_connections: 4,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("cannot open SQLite at {url}: {e:?}"))
+}
+
+/// Creates an event with a unique id and `seats` seats `S00001`, `S00002`, … in section `A`
+/// at 1,000 cents each; `tune` adjusts its settings first.
+pub async fn seeded_event(store: &Store, seats: u32, tune: impl FnOnce(&mut NewEvent)) -> EventId {
+    let id: EventId = format!("ev-{}", uuid::Uuid::now_v7().simple())
+        .parse()
+        .expect("generated event ids are valid");
+    let mut e = NewEvent::new(id.clone(), "Test event");
+    tune(&mut e);
+    store.create_event(e).await.expect("create test event");
+    let list: Vec<NewSeat> = (1..=seats)
+        .map(|n| NewSeat {
+            seat_id: format!("S{n:05}").parse().expect("seat ids are valid"),
+            section: "A".into(),
+            row_label: String::new(),
+            number: i64::from(n),
+            price_cents: 1000,
+        })
+        .collect();
+    store.add_seats(&id, &list).await.expect("add test seats");
+    id
+}
+
+/// Opens an admission session for a fresh ticket of `event`.
+pub async fn session(store: &Store, event: &EventId) -> SessionId {
+    let ticket: TicketId = format!("t-{}", uuid::Uuid::now_v7().simple())
+        .parse()
+        .expect("generated ticket ids are valid");
+    store
+        .open_session(event, &ticket, None, 1800)
+        .await
+        .expect("open test session")
+        .session_id
+}
