@@ -7,6 +7,7 @@
 //! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
 //! - `event` — events (with the fairness seed commitment) and their seats.
 //! - `session` — admission sessions, one per ticket.
+//! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_life` — `extend`, `release`, `sweep`.
 //! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
@@ -17,6 +18,7 @@
 //! - `idempotency` — stored answers for repeated POSTs.
 //! - `testing` (feature) — fresh databases for tests.
 
+mod admission_state;
 mod dialect;
 mod error;
 mod event;
@@ -35,6 +37,7 @@ mod store;
 pub mod testing;
 mod views;
 
+pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint};
 pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};
