@@ -8,8 +8,7 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use crate::backend::{
-    Backend, BackendError, ClaimStart, JoinArgs, TicketArgs, TicketState, memory::MemoryQueue,
-    redis::RedisQueue,
+    Backend, BackendError, ClaimStart, JoinArgs, TicketArgs, TicketState, memory::MemoryQueue, redis::RedisQueue,
 };
 use crate::clock::UnixMs;
 use crate::config::AdmissionConfig;
@@ -103,10 +102,7 @@ impl Admission {
             .entry(event.to_owned())
             .or_insert_with(|| {
                 Arc::new(EventHandle {
-                    feed: watch::Sender::new(Snapshot {
-                        event: event.to_owned(),
-                        ..Snapshot::default()
-                    }),
+                    feed: watch::Sender::new(Snapshot { event: event.to_owned(), ..Snapshot::default() }),
                     control: Mutex::new(None),
                     outflow: Mutex::new(Outflow::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
@@ -127,12 +123,7 @@ impl Admission {
         if let Some(c) = lock(&h.control).clone() {
             return Ok(c);
         }
-        let c = self
-            .inner
-            .db
-            .control(event)
-            .await?
-            .ok_or(AdmissionError::UnknownEvent)?;
+        let c = self.inner.db.control(event).await?.ok_or(AdmissionError::UnknownEvent)?;
         *lock(&h.control) = Some(c.clone());
         Ok(c)
     }
@@ -144,12 +135,7 @@ impl Admission {
     /// Places a buyer in line. `key` (an `Idempotency-Key`) makes a retried join return the
     /// same place; the ticket id is always derived server-side so nobody picks their rank.
     #[tracing::instrument(skip_all, err, fields(event))]
-    pub async fn join(
-        &self,
-        event: &str,
-        client: IpAddr,
-        key: Option<&str>,
-    ) -> Result<Joined, AdmissionError> {
+    pub async fn join(&self, event: &str, client: IpAddr, key: Option<&str>) -> Result<Joined, AdmissionError> {
         if let Err(retry_after_s) = self.inner.limiter.check(client) {
             return Err(AdmissionError::RateLimited { retry_after_s });
         }
@@ -202,32 +188,17 @@ impl Admission {
             }
         };
         let est = status::build(status, position, snap.outflow_per_min, None);
-        Ok(Joined {
-            queue_token,
-            ticket_id,
-            status,
-            position,
-            estimated_wait_s: est.estimated_wait_s,
-            claims,
-        })
+        Ok(Joined { queue_token, ticket_id, status, position, estimated_wait_s: est.estimated_wait_s, claims })
     }
 
     /// Checks a queue token for `event`. `None` or empty → `TokenMissing`.
-    pub fn verify_queue_token(
-        &self,
-        event: &str,
-        token: Option<&str>,
-    ) -> Result<QueueClaims, AdmissionError> {
+    pub fn verify_queue_token(&self, event: &str, token: Option<&str>) -> Result<QueueClaims, AdmissionError> {
         let token = token.ok_or(AdmissionError::TokenMissing)?;
         self.inner.cfg.keys.verify_queue(token, event, self.now())
     }
 
     /// Checks an admission token for `event`; a queue token here is `NotAdmitted`.
-    pub fn verify_admission_token(
-        &self,
-        event: &str,
-        token: Option<&str>,
-    ) -> Result<AdmissionClaims, AdmissionError> {
+    pub fn verify_admission_token(&self, event: &str, token: Option<&str>) -> Result<AdmissionClaims, AdmissionError> {
         let token = token.ok_or(AdmissionError::TokenMissing)?;
         self.inner.cfg.keys.verify_admission(token, event, self.now())
     }
@@ -238,12 +209,7 @@ impl Admission {
         control: &Control,
     ) -> Result<(TicketState, UnixMs), AdmissionError> {
         let score = fairness::pre_score(&control.seed, &claims.ticket_id);
-        let args = || TicketArgs {
-            seq: claims.seq,
-            pre: claims.pre_queue,
-            score,
-            epoch: &claims.epoch,
-        };
+        let args = || TicketArgs { seq: claims.seq, pre: claims.pre_queue, score, epoch: &claims.epoch };
         let now = self.inner.cfg.clock.script_now();
         match self.inner.backend.ticket(&claims.event, args(), now).await {
             Err(BackendError::Lost) => {
@@ -281,9 +247,7 @@ impl Admission {
                         _ => QueueStatus::Waiting,
                     }
                 };
-                let outflow = (s == QueueStatus::Waiting)
-                    .then_some(snap.outflow_per_min)
-                    .flatten();
+                let outflow = (s == QueueStatus::Waiting).then_some(snap.outflow_per_min).flatten();
                 status::build(s, Some(ahead), outflow, None)
             }
         })
@@ -309,9 +273,7 @@ impl Admission {
         let db = &self.inner.db;
         let session = match start {
             ClaimStart::Moved | ClaimStart::Claimed => {
-                let s = db
-                    .open_session(event, &claims.ticket_id, claims.seq, control.session_s)
-                    .await?;
+                let s = db.open_session(event, &claims.ticket_id, claims.seq, control.session_s).await?;
                 match self.inner.backend.claim_done(event, claims.seq, now).await {
                     Ok(()) | Err(BackendError::Lost) => {}
                     Err(e) => return Err(e.into()),
@@ -327,11 +289,7 @@ impl Admission {
         self.admitted(event, session)
     }
 
-    async fn refusal(
-        &self,
-        claims: &QueueClaims,
-        control: &Control,
-    ) -> Result<AdmissionError, AdmissionError> {
+    async fn refusal(&self, claims: &QueueClaims, control: &Control) -> Result<AdmissionError, AdmissionError> {
         let (state, _) = self.ticket_state(claims, control).await?;
         let snap_state = self.handle(&claims.event).feed.borrow().state;
         Ok(match state {
@@ -350,11 +308,7 @@ impl Admission {
             self.now(),
             s.expires_at.unix_timestamp(),
         )?;
-        Ok(Admitted {
-            admission_token,
-            session_id: s.session_id,
-            session_expires_at: s.expires_at,
-        })
+        Ok(Admitted { admission_token, session_id: s.session_id, session_expires_at: s.expires_at })
     }
 
     /// The seed commitment, and the seed once the queue has opened.

@@ -38,15 +38,10 @@ async fn join_offer_claim(kind: Kind) {
     let first = h.adm.claim(&joined[0].claims).await.expect("claim");
     let again = h.adm.claim(&joined[0].claims).await.expect("claim twice");
     assert_eq!(first.session_id, again.session_id, "claiming twice returns the same session");
-    let claims = h
-        .adm
-        .verify_admission_token(&h.event, Some(&first.admission_token))
-        .expect("admission token verifies");
+    let claims =
+        h.adm.verify_admission_token(&h.event, Some(&first.admission_token)).expect("admission token verifies");
     assert_eq!(claims.session_id, first.session_id);
-    assert_eq!(
-        h.adm.status(&joined[0].claims).await.expect("status").status,
-        QueueStatus::Admitted
-    );
+    assert_eq!(h.adm.status(&joined[0].claims).await.expect("status").status, QueueStatus::Admitted);
     assert_eq!(h.db.sessions(&h.event).len(), 1);
 
     // Buyer 1 never claims: after offer_s its turn passes, and it is told so.
@@ -185,10 +180,7 @@ async fn no_shows(kind: Kind) {
         let r = h.tick().await;
         for seq in &r.offered {
             if seq % 10 >= 3 {
-                h.adm
-                    .claim(&joined[(*seq - 1) as usize].claims)
-                    .await
-                    .expect("claim");
+                h.adm.claim(&joined[(*seq - 1) as usize].claims).await.expect("claim");
                 claimed += 1;
                 if round >= 1_200 {
                     claimed_late += 1;

@@ -35,34 +35,19 @@ async fn every_bad_token_kind_is_refused_with_its_error() {
 
     let parts: Vec<&str> = token.split('.').collect();
     let none = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), parts[1]);
-    assert_eq!(
-        invalid(h.adm.verify_queue_token(event, Some(&none))),
-        InvalidToken::AlgorithmNotAllowed
-    );
+    assert_eq!(invalid(h.adm.verify_queue_token(event, Some(&none))), InvalidToken::AlgorithmNotAllowed);
     let hs512 = format!("{}.{}.{}", b64(r#"{"alg":"HS512","kid":"k2"}"#), parts[1], parts[2]);
-    assert_eq!(
-        invalid(h.adm.verify_queue_token(event, Some(&hs512))),
-        InvalidToken::AlgorithmNotAllowed
-    );
+    assert_eq!(invalid(h.adm.verify_queue_token(event, Some(&hs512))), InvalidToken::AlgorithmNotAllowed);
     let unknown_kid = format!("{}.{}.{}", b64(r#"{"alg":"HS256","kid":"k9"}"#), parts[1], parts[2]);
-    assert_eq!(
-        invalid(h.adm.verify_queue_token(event, Some(&unknown_kid))),
-        InvalidToken::UnknownKey
-    );
+    assert_eq!(invalid(h.adm.verify_queue_token(event, Some(&unknown_kid))), InvalidToken::UnknownKey);
     // Flip one character in the middle of the signature (not its padding bits).
     let sig = parts[2];
     let mid = sig.len() / 2;
     let flipped = if &sig[mid..=mid] == "A" { "B" } else { "A" };
     let forged = format!("{}.{}.{}{}{}", parts[0], parts[1], &sig[..mid], flipped, &sig[mid + 1..]);
-    assert_eq!(
-        invalid(h.adm.verify_queue_token(event, Some(&forged))),
-        InvalidToken::BadSignature
-    );
+    assert_eq!(invalid(h.adm.verify_queue_token(event, Some(&forged))), InvalidToken::BadSignature);
     let tampered = format!("{}.{}.{}", parts[0], b64(r#"{"ev":"x","exp":99999999999,"typ":"queue"}"#), parts[2]);
-    assert_eq!(
-        invalid(h.adm.verify_queue_token(event, Some(&tampered))),
-        InvalidToken::BadSignature
-    );
+    assert_eq!(invalid(h.adm.verify_queue_token(event, Some(&tampered))), InvalidToken::BadSignature);
 
     let foreign = h.adm.verify_queue_token("another-event", Some(token));
     assert!(matches!(foreign, Err(AdmissionError::WrongEvent)), "{foreign:?}");
@@ -76,10 +61,7 @@ async fn every_bad_token_kind_is_refused_with_its_error() {
     let admitted = h.adm.claim(&j.claims).await.expect("claim");
     let as_queue = h.adm.verify_queue_token(event, Some(&admitted.admission_token));
     assert_eq!(invalid(as_queue), InvalidToken::Malformed);
-    let a = h
-        .adm
-        .verify_admission_token(event, Some(&admitted.admission_token))
-        .expect("admission token");
+    let a = h.adm.verify_admission_token(event, Some(&admitted.admission_token)).expect("admission token");
     assert_eq!(a.session_id, admitted.session_id);
     assert_eq!(a.exp, admitted.session_expires_at.unix_timestamp());
 

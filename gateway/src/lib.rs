@@ -6,40 +6,85 @@
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding, request spans, Prometheus.
+//! - `startup`, `state`, `secrets`, `demo`: building the shared state and background loops.
+//! - `admission_db`: admission's database interface over the reservation store.
+//! - `errors`: library outcomes → problem+json, in one place.
+//! - `routes/`: one file per resource of API.md.
+//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
 
+pub mod admission_db;
+pub mod auth;
+pub mod body;
 pub mod client_ip;
+pub mod clock;
 pub mod config;
+pub mod demo;
+pub mod errors;
 pub mod extract;
+pub mod idempotent;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
 pub mod overload;
 pub mod problem;
 pub mod request_span;
+pub mod routes;
 pub mod seat_cache;
+pub mod secrets;
 pub mod shutdown;
+pub mod startup;
+pub mod state;
 pub mod telemetry;
 
 use std::future::Future;
+use std::net::SocketAddr;
 
 use axum::Router;
-use axum::routing::get;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::state::AppState;
 
-/// Serves the gateway on `listener` until `shutdown` completes.
+/// Serves the gateway on `listener` until `shutdown` completes, then stops its loops.
 pub async fn run(
     config: Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let app = Router::new().route("/healthz", get(|| async { "ok" }));
+    let cancel = CancellationToken::new();
+    let state = startup::build(&config, cancel.clone()).await?;
+    let mut loops = startup::spawn_loops(&state);
+    let app = router(state);
     tracing::info!(addr = %listener.local_addr()?, database = %redact(&config.database_url), "gateway listening");
-    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let stop = cancel.clone();
+    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Sockets hear `reconnect` and close; background loops finish their step.
+            stop.cancel();
+        })
+        .await;
+    cancel.cancel();
+    while loops.join_next().await.is_some() {}
+    served?;
     Ok(())
+}
+
+/// Every route of API.md, with the layers they share.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(routes::health::router())
+        .merge(routes::queue::router())
+        .merge(routes::waiting_room::router())
+        .merge(routes::events::router())
+        .merge(routes::session::router())
+        .merge(routes::holds::router())
+        .merge(routes::orders::router())
+        .route_layer(axum::middleware::from_fn(request_span::trace))
+        .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
+        .fallback(|| async { problem::Problem::not_found("no such route") })
+        .with_state(state)
 }
 
 /// A database URL without its password, for logs.

@@ -55,10 +55,9 @@ impl Problem {
     fn title(&self) -> &'static str {
         self.status.canonical_reason().unwrap_or("Error")
     }
-}
 
-impl IntoResponse for Problem {
-    fn into_response(self) -> Response {
+    /// The JSON body (also what an idempotency key stores for a refusal).
+    pub fn body(&self) -> Value {
         let mut body = json!({
             "type": format!("https://floodgate.dev/problems/{}", self.code),
             "title": self.title(),
@@ -67,9 +66,15 @@ impl IntoResponse for Problem {
             "code": self.code,
         });
         if let Value::Object(map) = &mut body {
-            map.extend(self.extra);
+            map.extend(self.extra.clone());
         }
-        let mut response = (self.status, axum::Json(body)).into_response();
+        body
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let Some(seconds) = self.retry_after {

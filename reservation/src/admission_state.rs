@@ -168,3 +168,30 @@ impl Store {
         Ok(row.try_get("value")?)
     }
 }
+
+/// Seats by effective state, for the meter's sold-out decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeatAvailability {
+    /// Available, or held under an expired hold.
+    pub available: i64,
+    /// Held under a live hold, or paying: they may come back.
+    pub held_or_paying: i64,
+}
+
+impl Store {
+    /// One pass over the event's seats (the meter asks every tick).
+    pub async fn seat_availability(&self, event: &EventId) -> Result<SeatAvailability, Error> {
+        let row = sqlx::query(self.sql(
+            "select \
+             coalesce(sum(case when state = 'available' or (state = 'held' and hold_expires_at <= NOW) \
+                 then 1 else 0 end), 0) as available, \
+             coalesce(sum(case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
+                 then 1 else 0 end), 0) as busy \
+             from seats where event_id = $1",
+        ))
+        .bind(event.as_str())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SeatAvailability { available: row.try_get("available")?, held_or_paying: row.try_get("busy")? })
+    }
+}

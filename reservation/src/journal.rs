@@ -44,16 +44,14 @@ impl Store {
         hold_id: Option<&str>,
         payload: &serde_json::Value,
     ) -> Result<(), Error> {
-        sqlx::query(
-            "insert into outbox (kind, event_id, attempt_id, hold_id, payload) values ($1, $2, $3, $4, $5)",
-        )
-        .bind(kind)
-        .bind(event_id)
-        .bind(attempt_id)
-        .bind(hold_id)
-        .bind(payload.to_string())
-        .execute(&mut **tx)
-        .await?;
+        sqlx::query("insert into outbox (kind, event_id, attempt_id, hold_id, payload) values ($1, $2, $3, $4, $5)")
+            .bind(kind)
+            .bind(event_id)
+            .bind(attempt_id)
+            .bind(hold_id)
+            .bind(payload.to_string())
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 
@@ -78,7 +76,6 @@ impl Store {
         let payload = serde_json::json!({
             "session_id": session_id, "event_id": event_id, "hold_id": hold_id, "reason": reason,
         });
-        self.outbox(tx, "session_ended", event_id, None, Some(hold_id), &payload)
-            .await
+        self.outbox(tx, "session_ended", event_id, None, Some(hold_id), &payload).await
     }
 }

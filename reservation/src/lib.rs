@@ -37,7 +37,7 @@ mod store;
 pub mod testing;
 mod views;
 
-pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint};
+pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
 pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};

@@ -14,10 +14,7 @@ use crate::clock::UnixMs;
 
 macro_rules! script {
     ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/prelude.lua"),
-            include_str!(concat!("lua/", $file))
-        ))
+        Script::new(concat!(include_str!("lua/prelude.lua"), include_str!(concat!("lua/", $file))))
     };
 }
 
@@ -43,10 +40,8 @@ pub(crate) struct RedisQueue {
 
 /// The keys of one event, in the order the scripts' prelude names them.
 fn keys(event: &str) -> [String; 14] {
-    let names = [
-        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat",
-        "lapsed", "grace", "credit",
-    ];
+    let names =
+        ["ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed", "grace", "credit"];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
 }
 
@@ -120,11 +115,7 @@ impl RedisQueue {
         args: JoinArgs<'_>,
         now: Option<UnixMs>,
     ) -> Result<JoinOutcome, BackendError> {
-        let argv = [
-            args.opens_at_ms.to_string(),
-            args.key.unwrap_or("").to_owned(),
-            args.pre_score.to_string(),
-        ];
+        let argv = [args.opens_at_ms.to_string(), args.key.unwrap_or("").to_owned(), args.pre_score.to_string()];
         parse(&self.run(&self.scripts.join, event, now, &argv).await?)
     }
 
@@ -179,16 +170,9 @@ impl RedisQueue {
         })
     }
 
-    pub(crate) async fn claim_done(
-        &self,
-        event: &str,
-        seq: u64,
-        now: Option<UnixMs>,
-    ) -> Result<(), BackendError> {
+    pub(crate) async fn claim_done(&self, event: &str, seq: u64, now: Option<UnixMs>) -> Result<(), BackendError> {
         let argv = [seq.to_string(), CLAIM_SETTLE_MS.to_string()];
-        self.run(&self.scripts.claim_done, event, now, &argv)
-            .await
-            .map(|_| ())
+        self.run(&self.scripts.claim_done, event, now, &argv).await.map(|_| ())
     }
 
     pub(crate) async fn tick(

@@ -1,0 +1,115 @@
+//! Admission's view of the database, implemented over the reservation store: the gateway is
+//! the only crate that knows both sides.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use admission::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
+
+pub struct StoreAdmissionDb {
+    pub store: Store,
+}
+
+fn db_error(error: impl std::error::Error + Send + Sync + 'static) -> DbError {
+    DbError::new(error)
+}
+
+fn event_id(event: &str) -> Result<EventId, DbError> {
+    event.parse::<EventId>().map_err(db_error)
+}
+
+fn at_ms(ms: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+fn record(session: reservation::Session, created: bool) -> SessionRecord {
+    SessionRecord {
+        session_id: session.session_id.as_str().to_owned(),
+        ticket_id: session.ticket_id.as_str().to_owned(),
+        expires_at: at_ms(session.expires_at_ms),
+        created,
+    }
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+#[async_trait]
+impl AdmissionDb for StoreAdmissionDb {
+    async fn control(&self, event: &str) -> Result<Option<Control>, DbError> {
+        let Ok(event) = event.parse::<EventId>() else { return Ok(None) };
+        let Some(c) = self.store.admission_control(&event).await.map_err(db_error)? else { return Ok(None) };
+        let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
+        Ok(Some(Control {
+            rate_per_min: clamp(c.rate_per_min),
+            max_active: clamp(c.max_active),
+            session_s: clamp(c.session_s),
+            offer_s: clamp(c.offer_s),
+            paused: c.paused,
+            closed: c.closed,
+            version: c.version,
+            opens_at: at_ms(c.opens_at_ms),
+            seed: c.fairness_seed,
+        }))
+    }
+
+    async fn open_session(
+        &self,
+        event: &str,
+        ticket: &str,
+        place: u64,
+        session_s: u32,
+    ) -> Result<SessionRecord, DbError> {
+        let ticket_id = ticket.parse::<TicketId>().map_err(db_error)?;
+        let event = event_id(event)?;
+        let place = i64::try_from(place).ok();
+        let session =
+            self.store.open_session(&event, &ticket_id, place, i64::from(session_s)).await.map_err(db_error)?;
+        // The row is ours if it was created within this call; a second claim finds an older one.
+        let created = session.queue_place == place && session.ended_at_ms.is_none();
+        Ok(record(session, created))
+    }
+
+    async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {
+        let ticket_id = ticket.parse::<TicketId>().map_err(db_error)?;
+        let found = self.store.session_of_ticket(&event_id(event)?, &ticket_id).await.map_err(db_error)?;
+        Ok(found.map(|s| record(s, false)))
+    }
+
+    async fn end_session(&self, _event: &str, session_id: &str, reason: &str) -> Result<(), DbError> {
+        let session = session_id.parse::<SessionId>().map_err(db_error)?;
+        match self.store.end_session(&session, reason).await {
+            Ok(_) | Err(reservation::Error::SessionNotFound) => Ok(()),
+            Err(error) => Err(db_error(error)),
+        }
+    }
+
+    async fn active_sessions(&self, event: &str) -> Result<u64, DbError> {
+        Ok(count(self.store.active_sessions(&event_id(event)?).await.map_err(db_error)?))
+    }
+
+    async fn admitted_total(&self, event: &str) -> Result<u64, DbError> {
+        Ok(count(self.store.admitted_total(&event_id(event)?).await.map_err(db_error)?))
+    }
+
+    async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError> {
+        let found = self.store.load_checkpoint(&event_id(event)?).await.map_err(db_error)?;
+        Ok(found.map(|c| Checkpoint { epoch: c.epoch, join_seq: count(c.join_seq), served: count(c.served) }))
+    }
+
+    async fn save_checkpoint(&self, event: &str, checkpoint: &Checkpoint) -> Result<(), DbError> {
+        let saved = QueueCheckpoint {
+            epoch: checkpoint.epoch.clone(),
+            join_seq: i64::try_from(checkpoint.join_seq).unwrap_or(i64::MAX),
+            served: i64::try_from(checkpoint.served).unwrap_or(i64::MAX),
+        };
+        self.store.save_checkpoint(&event_id(event)?, &saved).await.map_err(db_error)
+    }
+
+    async fn availability(&self, event: &str) -> Result<Availability, DbError> {
+        let a = self.store.seat_availability(&event_id(event)?).await.map_err(db_error)?;
+        Ok(Availability { available: count(a.available), held_or_paying: count(a.held_or_paying) })
+    }
+}

@@ -1,0 +1,102 @@
+//! Who is calling: queue tokens, admission tokens and receipt keys, checked at the edge so
+//! handlers receive verified claims. A route that needs an admission token refuses a queue
+//! token with `not_admitted`, and a token of another event with `wrong_event`.
+
+use axum::http::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use subtle::ConstantTimeEq;
+
+use admission::{AdmissionClaims, AdmissionError, QueueClaims};
+use reservation::SessionId;
+
+use crate::problem::Problem;
+use crate::secrets::hash_key;
+use crate::state::AppState;
+
+pub const RECEIPT_HEADER: &str = "floodgate-receipt";
+
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// The `event` claim of a token, read WITHOUT verifying it: only to choose which event's
+/// check to run on routes whose path names no event. The signature check that follows is the
+/// real one, and it binds the token to that event.
+fn peek_event(token: &str) -> Option<String> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value.get("event")?.as_str().map(str::to_owned)
+}
+
+/// An admitted buyer: verified admission claims and the session they name.
+pub struct Admitted {
+    pub claims: AdmissionClaims,
+    pub session: SessionId,
+}
+
+/// Checks the admission token of the request; `event` is the path's event when it has one.
+pub fn admitted(state: &AppState, headers: &HeaderMap, event: Option<&str>) -> Result<Admitted, Problem> {
+    let token = bearer(headers);
+    let event = match (event, token) {
+        (Some(event), _) => event.to_owned(),
+        (None, Some(token)) => {
+            peek_event(token).ok_or(AdmissionError::TokenInvalid(admission::InvalidToken::Malformed))?
+        }
+        (None, None) => return Err(AdmissionError::TokenMissing.into()),
+    };
+    let claims = state.admission.verify_admission_token(&event, token)?;
+    let session = claims
+        .session_id
+        .parse::<SessionId>()
+        .map_err(|_| Problem::from(AdmissionError::TokenInvalid(admission::InvalidToken::Malformed)))?;
+    Ok(Admitted { claims, session })
+}
+
+/// Checks a queue token for `event`.
+pub fn queued(state: &AppState, event: &str, token: Option<&str>) -> Result<QueueClaims, Problem> {
+    Ok(state.admission.verify_queue_token(event, token)?)
+}
+
+/// Is this bearer one of the organizer keys? Compared as hashes, in constant time.
+pub fn organizer(state: &AppState, headers: &HeaderMap) -> Result<(), Problem> {
+    let presented = bearer(headers).map(hash_key).ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
+    let matched = state
+        .settings
+        .organizer_key_hashes
+        .iter()
+        .fold(subtle::Choice::from(0), |found, known| found | known.ct_eq(&presented));
+    if bool::from(matched) { Ok(()) } else { Err(Problem::unauthorized("wrong organizer key")) }
+}
+
+/// The receipt key of the request, if any.
+pub fn receipt(headers: &HeaderMap) -> Option<&str> {
+    headers.get(RECEIPT_HEADER)?.to_str().ok().map(str::trim).filter(|k| !k.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn bearer_is_case_insensitive_and_rejects_empty() {
+        let mut h = HeaderMap::new();
+        h.insert("authorization", HeaderValue::from_static("bearer abc"));
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert("authorization", HeaderValue::from_static("Bearer "));
+        assert_eq!(bearer(&h), None);
+        h.insert("authorization", HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn peek_reads_the_event_claim_only_from_well_formed_tokens() {
+        let payload = URL_SAFE_NO_PAD.encode(br#"{"event":"demo"}"#);
+        assert_eq!(peek_event(&format!("h.{payload}.s")).as_deref(), Some("demo"));
+        assert_eq!(peek_event("garbage"), None);
+    }
+}

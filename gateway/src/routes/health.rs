@@ -1,0 +1,20 @@
+//! `GET /healthz` (the process is up) and `GET /readyz` (the database answers).
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+
+use crate::problem::Problem;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ready))
+}
+
+async fn ready(State(state): State<AppState>) -> Result<&'static str, Problem> {
+    state.store.ping().await.map_err(|error| {
+        tracing::warn!(%error, "database not ready");
+        Problem::overloaded("the database does not answer")
+    })?;
+    Ok("ready")
+}

@@ -1,0 +1,175 @@
+//! Holding seats, extending, checking out and releasing: the reservation core's transitions,
+//! reached only with a valid admission token of the hold's event and session.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use reservation::{Hold, HoldId, HoldState, SeatId};
+
+use crate::auth::{self, Admitted};
+use crate::body;
+use crate::clock::{rfc3339, seconds_until};
+use crate::extract::PathId;
+use crate::idempotent;
+use crate::problem::Problem;
+use crate::routes::events::event_id;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/events/{event}/holds", post(create))
+        .route("/api/holds/{hold}/extend", post(extend))
+        .route("/api/holds/{hold}/checkout", post(checkout))
+        .route("/api/holds/{hold}", axum::routing::get(read).delete(release))
+}
+
+/// `{"seats": [...]}` (named seats) or `{"section": "GA", "quantity": 2}` (general admission).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HoldRequest {
+    seats: Option<Vec<String>>,
+    section: Option<String>,
+    quantity: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckoutRequest {
+    payment_method: String,
+}
+
+pub fn hold_id(id: &str) -> Result<HoldId, Problem> {
+    id.parse::<HoldId>().map_err(|error| Problem::bad_request(error.to_string()))
+}
+
+/// A hold as API.md shows it; `expires_in_s` is what a countdown starts from.
+pub fn hold_json(hold: &Hold) -> Value {
+    let mut body = json!({
+        "hold_id": hold.hold_id.as_str(),
+        "event": hold.event_id.as_str(),
+        "state": hold.state.as_str(),
+        "seats": hold.seats.iter().map(SeatId::as_str).collect::<Vec<_>>(),
+        "expires_at": rfc3339(hold.expires_at_ms),
+        "expires_in_s": if hold.state == HoldState::Held { seconds_until(hold.expires_at_ms) } else { 0 },
+        "total_cents": hold.total_cents,
+    });
+    if let Some(order) = &hold.order_id {
+        body["order_id"] = json!(order.as_str());
+    }
+    if let Some(error) = &hold.last_payment_error {
+        body["last_payment_error"] = json!(error);
+    }
+    body
+}
+
+async fn create(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Result<Response, Problem> {
+    let event = event_id(&id)?;
+    let Admitted { session, .. } = auth::admitted(&state, &headers, Some(&id))?;
+    let request: HoldRequest = body::parse(&headers, &raw)?;
+    let key = idempotent::key(&headers)?;
+    idempotent::once(&state, key.as_deref(), session.as_str(), "hold", &body::hash(&raw), || async {
+        let hold = match request {
+            HoldRequest { seats: Some(seats), section: None, quantity: None } => {
+                let seats = seats
+                    .into_iter()
+                    .map(|s| s.parse::<SeatId>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|error| Problem::bad_request(error.to_string()))?;
+                state.store.hold(&session, &seats).await
+            }
+            HoldRequest { seats: None, section: Some(section), quantity: Some(quantity) } => {
+                state.store.hold_ga(&session, &section, quantity).await
+            }
+            _ => return Err(Problem::bad_request("give either `seats` or `section` with `quantity`")),
+        };
+        let hold = hold.inspect_err(|error| {
+            let outcome =
+                if matches!(error, reservation::Error::SeatUnavailable { .. }) { "conflict" } else { "refused" };
+            metrics::counter!("floodgate_holds_total", "outcome" => outcome).increment(1);
+        })?;
+        if hold.event_id != event {
+            // The session's token named this event; the store agrees or something is badly off.
+            tracing::error!(hold = %hold.hold_id, "hold created for another event than the path's");
+            return Err(Problem::internal());
+        }
+        metrics::counter!("floodgate_holds_total", "outcome" => "held").increment(1);
+        let mut body = hold_json(&hold);
+        body["receipt_key"] = json!(hold.receipt_key);
+        Ok((StatusCode::CREATED, body))
+    })
+    .await
+}
+
+async fn extend(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+    let hold = hold_id(&id)?;
+    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
+    let hold = state.store.extend(&session, &hold).await?;
+    Ok(axum::Json(json!({
+        "expires_at": rfc3339(hold.expires_at_ms),
+        "expires_in_s": seconds_until(hold.expires_at_ms),
+    }))
+    .into_response())
+}
+
+async fn checkout(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Result<Response, Problem> {
+    let hold = hold_id(&id)?;
+    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
+    let key =
+        idempotent::key(&headers)?.ok_or_else(|| Problem::bad_request("checkout needs an Idempotency-Key header"))?;
+    let request: CheckoutRequest = body::parse(&headers, &raw)?;
+    if request.payment_method.is_empty() || request.payment_method.len() > 64 {
+        return Err(Problem::bad_request("payment_method must be 1-64 characters"));
+    }
+    let route = format!("checkout:{}", hold.as_str());
+    idempotent::once(&state, Some(&key), session.as_str(), &route, &body::hash(&raw), || async {
+        let attempt = state.store.begin_payment(&session, &hold, &request.payment_method).await?;
+        Ok((
+            StatusCode::ACCEPTED,
+            json!({ "hold_id": hold.as_str(), "state": "paying", "payment_id": attempt.attempt_id.as_str() }),
+        ))
+    })
+    .await
+}
+
+async fn release(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+    let hold = hold_id(&id)?;
+    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
+    state.store.release(&session, &hold).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// With an admission token the hold must be the session's; with a receipt key, the key's.
+async fn read(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+    let hold_id = hold_id(&id)?;
+    let hold = if let Some(receipt) = auth::receipt(&headers) {
+        let hold = state.store.get_hold_by_receipt(receipt).await.map_err(|_| Problem::not_found("no such hold"))?;
+        if hold.hold_id != hold_id {
+            return Err(Problem::not_found("no such hold"));
+        }
+        hold
+    } else {
+        let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
+        let hold = state.store.get_hold(&hold_id).await?;
+        if hold.session_id != session {
+            return Err(Problem::not_found("no such hold"));
+        }
+        hold
+    };
+    Ok(axum::Json(hold_json(&hold)).into_response())
+}

@@ -1,0 +1,9 @@
+//! One file per resource, each with its own `router()`.
+
+pub mod events;
+pub mod health;
+pub mod holds;
+pub mod orders;
+pub mod queue;
+pub mod session;
+pub mod waiting_room;

@@ -1,0 +1,34 @@
+//! The state every handler shares, built once at start (`startup.rs`).
+
+use std::sync::Arc;
+
+use admission::Admission;
+use ipnet::IpNet;
+use reservation::Store;
+use reservation::payments::Provider;
+use tokio_util::sync::CancellationToken;
+
+use crate::seat_cache::SeatCache;
+
+#[derive(Clone)]
+pub struct AppState {
+    /// The reservation core: the only authority on who owns a seat.
+    pub store: Store,
+    /// The waiting room: tokens, queue positions, offers.
+    pub admission: Admission,
+    /// The payment provider (Stripe-shaped HTTP client, or the in-process simulator).
+    pub provider: Provider,
+    /// Seat maps and "seats left", stale by at most a second, never used for decisions.
+    pub seats: SeatCache,
+    pub settings: Arc<Settings>,
+    /// Cancelled when the gateway begins a graceful shutdown: sockets say `reconnect`.
+    pub shutdown: CancellationToken,
+}
+
+/// Settings resolved at start (secrets from the configuration or the database).
+pub struct Settings {
+    /// SHA-256 of each accepted organizer key; compared in constant time.
+    pub organizer_key_hashes: Vec<[u8; 32]>,
+    pub webhook_secret: String,
+    pub trusted_proxies: Vec<IpNet>,
+}
