@@ -43,7 +43,7 @@ impl From<AdmissionError> for Problem {
                 Problem::new(CONFLICT, "offer_lapsed", "your turn passed: the offer was not claimed in time")
             }
             AdmissionError::Storage(error) => {
-                tracing::error!(error = %error, "admission backend failed");
+                tracing::error!(error = %chain(&error), "admission backend failed");
                 metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "queue_backend")
                     .increment(1);
                 Problem::overloaded("the queue backend is unavailable; retry shortly")
@@ -86,10 +86,22 @@ impl From<reservation::Error> for Problem {
             ),
             E::InvalidId(error) => Problem::bad_request(error.to_string()),
             other => {
-                tracing::error!(error = %other, "reservation store failed");
+                tracing::error!(error = %chain(&other), "reservation store failed");
                 metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "database").increment(1);
                 Problem::overloaded("the reservation database is unavailable; retry shortly")
             }
         }
     }
+}
+
+/// An error and its sources on one line, for the log.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

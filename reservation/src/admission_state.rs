@@ -10,7 +10,7 @@ use crate::session::Session;
 use crate::store::Store;
 
 /// An event's admission controls as one tick reads them.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmissionControl {
     pub rate_per_min: i64,
     pub max_active: i64,
@@ -44,14 +44,32 @@ pub struct QueueCheckpoint {
 
 impl Store {
     pub async fn admission_control(&self, event: &EventId) -> Result<Option<AdmissionControl>, Error> {
-        Ok(sqlx::query_as::<_, AdmissionControl>(self.sql(
-            "select c.rate_per_min, c.max_active, c.session_s, c.offer_s, c.paused, c.closed, c.version, \
+        // Booleans travel as integers: the Any driver does not decode SQLite's 0/1 as bool.
+        let row = sqlx::query(self.sql(
+            "select cast(c.rate_per_min as bigint) as rate_per_min, cast(c.max_active as bigint) as max_active, \
+             cast(c.session_s as bigint) as session_s, cast(c.offer_s as bigint) as offer_s, \
+             cast(case when c.paused then 1 else 0 end as bigint) as paused, \
+             cast(case when c.closed then 1 else 0 end as bigint) as closed, c.version, \
              MS(e.opens_at) as opens_at_ms, e.fairness_seed \
              from admission_controls c join events e on e.event_id = c.event_id where c.event_id = $1",
         ))
         .bind(event.as_str())
         .fetch_optional(&self.pool)
-        .await?)
+        .await?;
+        row.map(|r| {
+            Ok(AdmissionControl {
+                rate_per_min: r.try_get("rate_per_min")?,
+                max_active: r.try_get("max_active")?,
+                session_s: r.try_get("session_s")?,
+                offer_s: r.try_get("offer_s")?,
+                paused: r.try_get::<i64, _>("paused")? != 0,
+                closed: r.try_get::<i64, _>("closed")? != 0,
+                version: r.try_get("version")?,
+                opens_at_ms: r.try_get("opens_at_ms")?,
+                fairness_seed: r.try_get("fairness_seed")?,
+            })
+        })
+        .transpose()
     }
 
     /// Applies a live change and bumps the version every instance's next tick compares.
