@@ -183,15 +183,10 @@ impl Admission {
             }
             other => other?,
         };
-        let (queue_token, claims) = self.inner.cfg.keys.sign_queue(
-            event,
-            &ticket_id,
-            out.seq,
-            out.pre,
-            &out.ep,
-            out.now,
-            self.inner.cfg.queue_token_ttl_s,
-        )?;
+        let mut claims = QueueClaims::issue(event, &ticket_id, out.seq, out.pre, &out.ep);
+        claims.iat = out.now.div_euclid(1000);
+        claims.exp = claims.iat + self.inner.cfg.queue_token_ttl_s;
+        let queue_token = self.inner.cfg.keys.sign_queue(&claims)?;
         let (status, position) = if out.pre {
             (QueueStatus::PreQueue, None)
         } else {
@@ -229,7 +224,10 @@ impl Admission {
         token: Option<&str>,
     ) -> Result<AdmissionClaims, AdmissionError> {
         let token = token.ok_or(AdmissionError::TokenMissing)?;
-        self.inner.cfg.keys.verify_admission(token, event, self.now())
+        self.inner
+            .cfg
+            .keys
+            .verify_admission(token, event, self.now())
     }
 
     async fn ticket_state(
@@ -248,7 +246,11 @@ impl Admission {
         match self.inner.backend.ticket(&claims.event, args(), now).await {
             Err(BackendError::Lost) => {
                 self.recover(&claims.event, control).await?;
-                Ok(self.inner.backend.ticket(&claims.event, args(), now).await?)
+                Ok(self
+                    .inner
+                    .backend
+                    .ticket(&claims.event, args(), now)
+                    .await?)
             }
             other => Ok(other?),
         }
@@ -302,7 +304,10 @@ impl Admission {
         let start = match self.inner.backend.claim_start(event, claims.seq, now).await {
             Err(BackendError::Lost) => {
                 self.recover(event, &control).await?;
-                self.inner.backend.claim_start(event, claims.seq, now).await?
+                self.inner
+                    .backend
+                    .claim_start(event, claims.seq, now)
+                    .await?
             }
             other => other?,
         };

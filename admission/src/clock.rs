@@ -60,7 +60,10 @@ impl Clock {
     pub fn now_ms(&self) -> UnixMs {
         match &self.0 {
             Kind::Monotonic { base_ms, base, .. } => {
-                base_ms + tokio::time::Instant::now().duration_since(*base).as_millis() as i64
+                base_ms
+                    + tokio::time::Instant::now()
+                        .duration_since(*base)
+                        .as_millis() as i64
             }
             Kind::Manual { now_ms, .. } => now_ms.load(Ordering::SeqCst),
         }

@@ -28,7 +28,10 @@ impl Admission {
     #[tracing::instrument(skip_all, err, fields(event))]
     pub async fn tick(&self, event: &str) -> Result<TickReport, AdmissionError> {
         let db = &self.inner.db;
-        let control = db.control(event).await?.ok_or(AdmissionError::UnknownEvent)?;
+        let control = db
+            .control(event)
+            .await?
+            .ok_or(AdmissionError::UnknownEvent)?;
         let handle = self.handle(event);
         *lock(&handle.control) = Some(control.clone());
         let active = db.active_sessions(event).await?;
@@ -81,7 +84,8 @@ impl Admission {
         handle.feed.send_replace(snapshot.clone());
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
-            let due = out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
+            let due =
+                out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
             if due {
                 *last = out.now;
             }
@@ -105,7 +109,11 @@ impl Admission {
     /// checkpoint plus a margin, the served counter from the database, and hold offers for the
     /// reconnect grace. Run by whichever instance notices first; the script is idempotent.
     #[tracing::instrument(skip_all, err, fields(event))]
-    pub(crate) async fn recover(&self, event: &str, control: &Control) -> Result<(), AdmissionError> {
+    pub(crate) async fn recover(
+        &self,
+        event: &str,
+        control: &Control,
+    ) -> Result<(), AdmissionError> {
         let handle = self.handle(event);
         let _one_at_a_time = handle.recovering.lock().await;
         let db = &self.inner.db;
@@ -144,7 +152,10 @@ impl Admission {
     /// so its slot goes back into the flow without waiting for the next tick.
     #[tracing::instrument(skip_all, err, fields(event))]
     pub async fn session_ended(&self, event: &str, session_id: &str) -> Result<(), AdmissionError> {
-        self.inner.db.end_session(event, session_id, "ended").await?;
+        self.inner
+            .db
+            .end_session(event, session_id, "ended")
+            .await?;
         self.inner.wake.notify_one();
         Ok(())
     }

@@ -33,7 +33,28 @@ pub struct QueueClaims {
     pub epoch: String,
     pub iat: i64,
     pub exp: i64,
-    typ: String,
+    pub(crate) typ: String,
+}
+
+impl QueueClaims {
+    pub(crate) fn issue(
+        event: &str,
+        ticket_id: &str,
+        seq: u64,
+        pre_queue: bool,
+        epoch: &str,
+    ) -> Self {
+        QueueClaims {
+            event: event.to_owned(),
+            ticket_id: ticket_id.to_owned(),
+            seq,
+            pre_queue,
+            epoch: epoch.to_owned(),
+            iat: 0,
+            exp: 0,
+            typ: QUEUE.to_owned(),
+        }
+    }
 }
 
 /// What an admission token proves: a durable session (`jti`) until `exp`.
@@ -95,7 +116,9 @@ pub enum KeyRingError {
 
 impl KeyRing {
     /// `keys` in order: the first signs; all verify.
-    pub fn new<'a>(keys: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<Self, KeyRingError> {
+    pub fn new<'a>(
+        keys: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Result<Self, KeyRingError> {
         let mut ring = KeyRing {
             signing: String::new(),
             keys: HashMap::new(),
@@ -140,28 +163,8 @@ impl KeyRing {
         Ok(jsonwebtoken::encode(&header, claims, key)?)
     }
 
-    pub(crate) fn sign_queue(
-        &self,
-        event: &str,
-        ticket_id: &str,
-        seq: u64,
-        pre_queue: bool,
-        epoch: &str,
-        now_ms: UnixMs,
-        ttl_s: i64,
-    ) -> Result<(String, QueueClaims), AdmissionError> {
-        let iat = now_ms.div_euclid(1000);
-        let claims = QueueClaims {
-            event: event.to_owned(),
-            ticket_id: ticket_id.to_owned(),
-            seq,
-            pre_queue,
-            epoch: epoch.to_owned(),
-            iat,
-            exp: iat + ttl_s,
-            typ: QUEUE.to_owned(),
-        };
-        Ok((self.sign(&claims)?, claims))
+    pub(crate) fn sign_queue(&self, claims: &QueueClaims) -> Result<String, AdmissionError> {
+        self.sign(claims)
     }
 
     pub(crate) fn sign_admission(

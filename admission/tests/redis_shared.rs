@@ -52,15 +52,27 @@ async fn fifo_10000_through_two_instances() {
         let (a, b) = tokio::join!(instances[0].tick(&h.event), instances[1].tick(&h.event));
         for r in [a.expect("tick a"), b.expect("tick b")] {
             let first = r.snapshot.served - r.offered.len() as u64;
-            by_index.extend(r.offered.iter().enumerate().map(|(i, s)| (first + i as u64, *s)));
+            by_index.extend(
+                r.offered
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (first + i as u64, *s)),
+            );
         }
     }
     by_index.sort();
     let order: Vec<u64> = by_index.iter().map(|&(_, s)| s).collect();
     assert_eq!(order.len(), 10_000, "all offered once");
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "offers strictly in queue order");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "offers strictly in queue order"
+    );
     let indices: Vec<u64> = by_index.iter().map(|&(i, _)| i).collect();
-    assert_eq!(indices, (0..10_000).collect::<Vec<_>>(), "no offer counted twice");
+    assert_eq!(
+        indices,
+        (0..10_000).collect::<Vec<_>>(),
+        "no offer counted twice"
+    );
 
     // Claims through either instance: one distinct session each.
     let mut sessions = HashSet::new();
@@ -68,8 +80,14 @@ async fn fifo_10000_through_two_instances() {
         let a = instances[i % 2].claim(&j.claims).await.expect("claim");
         assert!(sessions.insert(a.session_id));
     }
-    let again = instances[1].claim(&joined[0].claims).await.expect("claim again");
-    assert!(sessions.contains(&again.session_id), "the same session on the other instance");
+    let again = instances[1]
+        .claim(&joined[0].claims)
+        .await
+        .expect("claim again");
+    assert!(
+        sessions.contains(&again.session_id),
+        "the same session on the other instance"
+    );
     assert_eq!(h.db.sessions(&h.event).len(), 2_000);
 }
 
@@ -85,7 +103,16 @@ impl OwnRedis {
             .expect("a free port")
             .port();
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server (Debian package redis-server) must be installed");
@@ -107,7 +134,10 @@ async fn wait_for(url: &str) {
     for _ in 0..100 {
         if let Ok(c) = redis::Client::open(url)
             && let Ok(mut c) = c.get_multiplexed_async_connection().await
-            && redis::cmd("PING").query_async::<String>(&mut c).await.is_ok()
+            && redis::cmd("PING")
+                .query_async::<String>(&mut c)
+                .await
+                .is_ok()
         {
             return;
         }
@@ -139,25 +169,39 @@ async fn flushall_mid_queue_recovers() {
         for seq in &r.offered {
             // Every other buyer claims before the wipe.
             if seq % 2 == 0 {
-                let a = h.adm.claim(&before[(*seq - 1) as usize].claims).await.expect("claim");
+                let a = h
+                    .adm
+                    .claim(&before[(*seq - 1) as usize].claims)
+                    .await
+                    .expect("claim");
                 claimed.insert(*seq, a.session_id);
             }
         }
         offered_before.extend(r.offered);
     }
     // The cap binds: 30 slots, claims counted until settled.
-    assert!(offered_before.len() >= 20, "{} offered", offered_before.len());
+    assert!(
+        offered_before.len() >= 20,
+        "{} offered",
+        offered_before.len()
+    );
 
     let mut c = redis::Client::open(own.url.as_str())
         .expect("url")
         .get_multiplexed_async_connection()
         .await
         .expect("own redis");
-    let _: () = redis::cmd("FLUSHALL").query_async(&mut c).await.expect("FLUSHALL");
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut c)
+        .await
+        .expect("FLUSHALL");
 
     // A new arrival right after the wipe triggers the recovery and queues behind everyone.
     let newcomer = h.join().await;
-    assert!(newcomer.claims.seq > 200, "seq restored past the checkpoint + margin");
+    assert!(
+        newcomer.claims.seq > 200,
+        "seq restored past the checkpoint + margin"
+    );
     // Returning tokens re-register during the grace period; no offers meanwhile.
     for j in &before {
         let st = h.adm.status(&j.claims).await.expect("status");
@@ -169,7 +213,10 @@ async fn flushall_mid_queue_recovers() {
         );
     }
     let later = h.join_n(20).await;
-    assert!(h.run(50, TICK).await.is_empty(), "offers wait out the reconnect grace");
+    assert!(
+        h.run(50, TICK).await.is_empty(),
+        "offers wait out the reconnect grace"
+    );
 
     let mut after = Vec::new();
     let mut sessions: HashSet<String> = claimed.values().cloned().collect();
@@ -178,7 +225,10 @@ async fn flushall_mid_queue_recovers() {
         h.advance(TICK).await;
         let r = h.tick().await;
         let active = h.db.active_sessions(&h.event).await.expect("active");
-        assert!(active + r.snapshot.open_offers <= max_active, "cap exceeded after the wipe");
+        assert!(
+            active + r.snapshot.open_offers <= max_active,
+            "cap exceeded after the wipe"
+        );
         for seq in &r.offered {
             let j = before
                 .iter()
@@ -191,21 +241,45 @@ async fn flushall_mid_queue_recovers() {
                 assert_eq!(&a.session_id, old, "nobody admitted twice");
                 reissued += 1;
             } else {
-                assert!(sessions.insert(a.session_id.clone()), "a fresh session per ticket");
+                assert!(
+                    sessions.insert(a.session_id.clone()),
+                    "a fresh session per ticket"
+                );
             }
-            h.adm.session_ended(&h.event, &a.session_id).await.expect("end");
+            h.adm
+                .session_ended(&h.event, &a.session_id)
+                .await
+                .expect("end");
         }
         after.extend(r.offered);
         if after.len() == 221 {
             break;
         }
     }
-    assert_eq!(after.len(), 221, "every earlier token and every newcomer offered once");
-    assert!(after.windows(2).all(|w| w[0] < w[1]), "relative order kept: {after:?}");
-    assert_eq!(after[200], newcomer.claims.seq, "the newcomer after every earlier token");
+    assert_eq!(
+        after.len(),
+        221,
+        "every earlier token and every newcomer offered once"
+    );
+    assert!(
+        after.windows(2).all(|w| w[0] < w[1]),
+        "relative order kept: {after:?}"
+    );
+    assert_eq!(
+        after[200], newcomer.claims.seq,
+        "the newcomer after every earlier token"
+    );
     assert!(reissued > 0);
-    let per_ticket: HashSet<String> = h.db.sessions(&h.event).into_iter().map(|(t, _)| t).collect();
-    assert_eq!(per_ticket.len(), h.db.sessions(&h.event).len(), "one session per ticket");
+    let per_ticket: HashSet<String> =
+        h.db.sessions(&h.event)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+    assert_eq!(
+        per_ticket.len(),
+        h.db.sessions(&h.event).len(),
+        "one session per ticket"
+    );
     drop(own);
 }
 

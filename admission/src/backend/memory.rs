@@ -6,12 +6,12 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
-    TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
+    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::{Clock, UnixMs};
 
@@ -105,7 +105,11 @@ impl MemoryQueue {
     ) -> Result<(TicketState, UnixMs), BackendError> {
         let now = self.now(now);
         let state = self.with(event, |q| {
-            let score = if args.pre { args.score } else { args.seq as f64 };
+            let score = if args.pre {
+                args.score
+            } else {
+                args.seq as f64
+            };
             let key = (score.to_bits(), args.seq);
             if q.z.contains(&key) {
                 return TicketState::Waiting {
@@ -205,7 +209,8 @@ impl MemoryQueue {
                 let expires = now + args.offer_ms;
                 let mut credit = q.credit;
                 while budget > 0
-                    && (meter.check().is_ok() || credit.checked_sub(1).map(|c| credit = c).is_some())
+                    && (meter.check().is_ok()
+                        || credit.checked_sub(1).map(|c| credit = c).is_some())
                 {
                     budget -= 1;
                     let seq = match q.z.pop_first() {

@@ -7,8 +7,8 @@ use redis::{RedisResult, Script};
 use serde::Deserialize;
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
-    TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
+    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::UnixMs;
 
@@ -44,8 +44,8 @@ pub(crate) struct RedisQueue {
 /// The keys of one event, in the order the scripts' prelude names them.
 fn keys(event: &str) -> [String; 14] {
     let names = [
-        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat",
-        "lapsed", "grace", "credit",
+        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
+        "grace", "credit",
     ];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
 }
@@ -71,7 +71,11 @@ fn parse<T: for<'de> Deserialize<'de>>(reply: &str) -> Result<T, BackendError> {
 impl RedisQueue {
     /// `url`: one `redis://` URL, or several comma-separated = a Redis Cluster.
     pub(crate) async fn connect(url: &str) -> RedisResult<Self> {
-        let urls: Vec<&str> = url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+        let urls: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
         let conn = if urls.len() > 1 {
             let client = redis::cluster::ClusterClient::new(urls)?;
             Conn::Cluster(client.get_async_connection().await?)
@@ -171,7 +175,11 @@ impl RedisQueue {
             r: String,
         }
         let argv = [seq.to_string(), CLAIM_SLOT_MS.to_string()];
-        let r: Reply = parse(&self.run(&self.scripts.claim_start, event, now, &argv).await?)?;
+        let r: Reply = parse(
+            &self
+                .run(&self.scripts.claim_start, event, now, &argv)
+                .await?,
+        )?;
         Ok(match r.r.as_str() {
             "moved" => ClaimStart::Moved,
             "claimed" => ClaimStart::Claimed,
@@ -223,7 +231,10 @@ impl RedisQueue {
             .offered
             .split(',')
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<u64>().map_err(|e| BackendError::Reply(e.to_string())))
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_err(|e| BackendError::Reply(e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if !offered.is_empty() {
             self.publish(event, r.served).await;

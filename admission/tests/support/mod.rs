@@ -57,9 +57,7 @@ pub fn unique_event(name: &str) -> String {
 pub fn clock_for(kind: Kind) -> Clock {
     match kind {
         Kind::Memory => Clock::system(),
-        Kind::Redis => Clock::manual(
-            OffsetDateTime::now_utc().unix_timestamp() * 1000,
-        ),
+        Kind::Redis => Clock::manual(OffsetDateTime::now_utc().unix_timestamp() * 1000),
     }
 }
 
