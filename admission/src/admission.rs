@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use crate::backend::{
-    Backend, BackendError, ClaimStart, JoinArgs, TicketArgs, TicketState, memory::MemoryQueue,
+    Backend, BackendError, ClaimStart, JoinArgs, JoinOutcome, TicketArgs, TicketState, memory::MemoryQueue,
     redis::RedisQueue,
 };
 use crate::clock::UnixMs;
@@ -99,6 +99,9 @@ impl Admission {
 
     pub(crate) fn handle(&self, event: &str) -> Arc<EventHandle> {
         let mut events = lock(&self.inner.events);
+        if let Some(h) = events.get(event) {
+            return h.clone();
+        }
         events
             .entry(event.to_owned())
             .or_insert_with(|| {
@@ -176,12 +179,15 @@ impl Admission {
             opens_at_ms: ms(control.opens_at),
         };
         let now = self.inner.cfg.clock.script_now();
-        let out = match self.inner.backend.join(event, args(), now).await {
-            Err(BackendError::Lost) => {
-                self.recover(event, &control).await?;
-                self.inner.backend.join(event, args(), now).await?
-            }
-            other => other?,
+        let out = match self.fast_join(event, key, &snap).await? {
+            Some(out) => out,
+            None => match self.inner.backend.join(event, args(), now).await {
+                Err(BackendError::Lost) => {
+                    self.recover(event, &control).await?;
+                    self.inner.backend.join(event, args(), now).await?
+                }
+                other => other?,
+            },
         };
         let mut claims = QueueClaims::issue(event, &ticket_id, out.seq, out.pre, &out.ep);
         claims.iat = out.now.div_euclid(1000);
@@ -205,6 +211,31 @@ impl Admission {
             estimated_wait_s: est.estimated_wait_s,
             claims,
         })
+    }
+
+    /// The common case in Redis, an anonymous join after opening, is one plain `INCR`: the
+    /// last tick already judged opening by Redis's clock and initialised the FIFO cursor. A
+    /// number not above the last tick's means the counter was lost; the checked script path
+    /// then notices the missing epoch and recovers.
+    async fn fast_join(
+        &self,
+        event: &str,
+        key: Option<&str>,
+        snap: &Snapshot,
+    ) -> Result<Option<JoinOutcome>, AdmissionError> {
+        let Backend::Redis(redis) = &self.inner.backend else {
+            return Ok(None);
+        };
+        if key.is_some() || !snap.opened || snap.epoch.is_empty() {
+            return Ok(None);
+        }
+        let seq = redis.incr_seq(event).await?;
+        Ok((seq > snap.join_seq).then(|| JoinOutcome {
+            seq,
+            pre: false,
+            ep: snap.epoch.clone(),
+            now: self.now(),
+        }))
     }
 
     /// Checks a queue token for `event`. `None` or empty → `TokenMissing`.

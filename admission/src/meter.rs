@@ -68,6 +68,7 @@ impl Admission {
             event: event.to_owned(),
             version: control.version,
             state,
+            opened: out.now >= ms(control.opens_at),
             served: out.served,
             cursor: out.cursor,
             ahead_of_fifo: out.ahead,

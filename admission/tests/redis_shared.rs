@@ -23,6 +23,9 @@ async fn fifo_10000_through_two_instances() {
     })
     .await;
     let other = h.instance().await;
+    // Only the first instance has ticked: it joins by plain INCR, the other by the checked
+    // script; both draw from the same sequence.
+    h.tick().await;
     let instances = [h.adm.clone(), other];
     // 64 concurrent joiners, alternating instances.
     let mut tasks = Vec::new();

@@ -118,6 +118,16 @@ impl RedisQueue {
         Ok(reply)
     }
 
+    /// `INCR` of the join sequence alone (see `Admission::fast_join`).
+    pub(crate) async fn incr_seq(&self, event: &str) -> Result<u64, BackendError> {
+        let mut cmd = redis::cmd("INCR");
+        cmd.arg(format!("{{fg:{event}}}:seq"));
+        Ok(match self.conn.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await?,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await?,
+        })
+    }
+
     pub(crate) async fn join(
         &self,
         event: &str,
