@@ -215,6 +215,17 @@ async fn main() {
         through / base
     );
 
+    // The client-side share: the same joins against the in-process backend.
+    let cpu_db = Arc::new(MemoryDb::new(Clock::system()));
+    let cpu = admission("memory", cpu_db.clone()).await;
+    let e = event(&cpu_db, "cpu", -1);
+    cpu.tick(&e).await.expect("tick");
+    let local = per_s(OPS, joins(&cpu, &e, OPS, false).await);
+    println!(
+        "{:<52} {:>10.0} /s {:>9.2}x",
+        "joins through admission, memory backend", local, local / base
+    );
+
     // Redis memory per queued buyer, by kind of join.
     for (name, opens_in, keyed) in [
         ("FIFO join (after opening)", -1, false),

@@ -43,7 +43,7 @@ pub struct Admitted {
 /// One instance's view of an event: its change feed, cached controls and outflow samples.
 pub(crate) struct EventHandle {
     pub(crate) feed: watch::Sender<Snapshot>,
-    pub(crate) control: Mutex<Option<Control>>,
+    pub(crate) control: Mutex<Option<Arc<Control>>>,
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
@@ -125,17 +125,18 @@ impl Admission {
     }
 
     /// Controls as of the last tick (read from the database on first use).
-    pub(crate) async fn control(&self, event: &str) -> Result<Control, AdmissionError> {
+    pub(crate) async fn control(&self, event: &str) -> Result<Arc<Control>, AdmissionError> {
         let h = self.handle(event);
         if let Some(c) = lock(&h.control).clone() {
             return Ok(c);
         }
-        let c = self
-            .inner
-            .db
-            .control(event)
-            .await?
-            .ok_or(AdmissionError::UnknownEvent)?;
+        let c = Arc::new(
+            self.inner
+                .db
+                .control(event)
+                .await?
+                .ok_or(AdmissionError::UnknownEvent)?,
+        );
         *lock(&h.control) = Some(c.clone());
         Ok(c)
     }
@@ -175,7 +176,12 @@ impl Admission {
         };
         let args = || JoinArgs {
             key: key.map(|_| ticket_id.as_str()),
-            pre_score: fairness::pre_score(&control.seed, &ticket_id),
+            // After opening (by the queue's clock) the score is never read: skip the HMAC.
+            pre_score: if snap.opened {
+                0.0
+            } else {
+                fairness::pre_score(&control.seed, &ticket_id)
+            },
             opens_at_ms: ms(control.opens_at),
         };
         let now = self.inner.cfg.clock.script_now();

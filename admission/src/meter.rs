@@ -33,7 +33,7 @@ impl Admission {
             .await?
             .ok_or(AdmissionError::UnknownEvent)?;
         let handle = self.handle(event);
-        *lock(&handle.control) = Some(control.clone());
+        *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let active = db.active_sessions(event).await?;
         let sold_out = db.availability(event).await?.sold_out();
         let args = || TickArgs {

@@ -436,3 +436,32 @@ async fn change_feed(kind: Kind) {
     assert_eq!(seen.len(), 200);
 }
 both!(change_feed);
+
+/// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
+#[tokio::test(start_paused = true)]
+async fn run_meter_ticks_until_shutdown() {
+    let h = Harness::new(Kind::Memory, "loop", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(30).await;
+    let mut rx = h.adm.subscribe(&h.event);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let adm = h.adm.clone();
+    let meter = tokio::spawn(async move {
+        adm.run_meter(async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    let mut wakes = 0;
+    while rx.borrow().served < 20 {
+        rx.changed().await.expect("feed open");
+        wakes += 1;
+    }
+    // 10/s plus the quarter-second burst: about two seconds of ticks, one wake each.
+    assert!((15..=25).contains(&wakes), "{wakes} wakes for 20 offers");
+    let st = h.adm.status(&joined[0].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Offered);
+    let a = h.adm.claim(&joined[0].claims).await.expect("claim");
+    h.adm.session_ended(&h.event, &a.session_id).await.expect("end");
+    stop.send(()).expect("meter running");
+    meter.await.expect("meter stops on shutdown");
+}

@@ -55,6 +55,9 @@ impl MemoryQueue {
 
     fn event(&self, event: &str) -> Arc<Mutex<EventQueue>> {
         let mut map = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(q) = map.get(event) {
+            return q.clone();
+        }
         map.entry(event.to_owned()).or_default().clone()
     }
 
