@@ -149,8 +149,16 @@ async fn join_scripts(c: &redis::aio::MultiplexedConnection, n: usize) -> Durati
         include_str!("../src/backend/lua/join.lua")
     ));
     let mut c0 = c.clone();
-    let names = ["ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed", "grace", "credit"];
-    let _: () = redis::cmd("SET").arg("{fg:raw}:ep").arg("e1").query_async(&mut c0).await.expect("SET");
+    let names = [
+        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
+        "grace", "credit",
+    ];
+    let _: () = redis::cmd("SET")
+        .arg("{fg:raw}:ep")
+        .arg("e1")
+        .query_async(&mut c0)
+        .await
+        .expect("SET");
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..TASKS {
@@ -223,7 +231,9 @@ async fn main() {
     let local = per_s(OPS, joins(&cpu, &e, OPS, false).await);
     println!(
         "{:<52} {:>10.0} /s {:>9.2}x",
-        "joins through admission, memory backend", local, local / base
+        "joins through admission, memory backend",
+        local,
+        local / base
     );
 
     // Redis memory per queued buyer, by kind of join.

@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use crate::backend::{
-    Backend, BackendError, ClaimStart, JoinArgs, JoinOutcome, TicketArgs, TicketState, memory::MemoryQueue,
-    redis::RedisQueue,
+    Backend, BackendError, ClaimStart, JoinArgs, JoinOutcome, TicketArgs, TicketState,
+    memory::MemoryQueue, redis::RedisQueue,
 };
 use crate::clock::UnixMs;
 use crate::config::AdmissionConfig;
@@ -83,7 +83,7 @@ impl Admission {
         let backend = if queue_url.trim() == "memory" {
             Backend::Memory(MemoryQueue::new(cfg.clock.clone()))
         } else {
-            Backend::Redis(RedisQueue::connect(queue_url).await?)
+            Backend::Redis(Box::new(RedisQueue::connect(queue_url).await?))
         };
         Ok(Admission {
             inner: Arc::new(Inner {

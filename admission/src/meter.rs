@@ -168,6 +168,19 @@ impl Admission {
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut evict = tokio::time::interval(Duration::from_secs(60));
         tokio::pin!(shutdown);
+        // Another instance offered: tick now so this one's sockets hear it at once.
+        let mut news = match &self.inner.backend {
+            crate::backend::Backend::Redis(r) => r.news().await,
+            crate::backend::Backend::Memory(_) => None,
+        };
+        let heard = async |news: &mut Option<redis::aio::PubSubStream>| match news {
+            Some(stream) => {
+                if futures::StreamExt::next(stream).await.is_none() {
+                    *news = None;
+                }
+            }
+            None => std::future::pending().await,
+        };
         loop {
             tokio::select! {
                 () = &mut shutdown => return,
@@ -176,6 +189,7 @@ impl Admission {
                     tokio::select! {
                         _ = every.tick() => {}
                         () = self.inner.wake.notified() => {}
+                        () = heard(&mut news) => {}
                     }
                 } => {
                     let events: Vec<String> = lock(&self.inner.events).keys().cloned().collect();

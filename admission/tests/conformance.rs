@@ -461,7 +461,10 @@ async fn run_meter_ticks_until_shutdown() {
     let st = h.adm.status(&joined[0].claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::Offered);
     let a = h.adm.claim(&joined[0].claims).await.expect("claim");
-    h.adm.session_ended(&h.event, &a.session_id).await.expect("end");
+    h.adm
+        .session_ended(&h.event, &a.session_id)
+        .await
+        .expect("end");
     stop.send(()).expect("meter running");
     meter.await.expect("meter stops on shutdown");
 }

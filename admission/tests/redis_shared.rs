@@ -290,3 +290,45 @@ async fn flushall_mid_queue_recovers() {
 fn _assert_send(a: Arc<Admission>) -> Arc<Admission> {
     a
 }
+
+/// Pub/sub speeds the news: an instance whose own ticks are an hour apart hears another
+/// instance's offers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pubsub_wakes_other_instances() {
+    let h = Harness::new(Kind::Redis, "pubsub", |c| c.max_active = 10_000).await;
+    h.join_n(20).await;
+    let mut cfg = support::config(&h.clock);
+    cfg.tick_interval = Duration::from_secs(3_600);
+    let quiet = Admission::connect(&h.url, h.db.clone(), cfg)
+        .await
+        .expect("connect");
+    let mut rx = quiet.subscribe(&h.event);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = quiet.clone();
+    let meter = tokio::spawn(async move {
+        runner
+            .run_meter(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    // Its first tick happens at start; then it sleeps for an hour.
+    tokio::time::timeout(Duration::from_secs(5), rx.changed())
+        .await
+        .expect("first tick")
+        .expect("feed open");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    rx.mark_unchanged();
+    h.advance(Duration::from_secs(1)).await;
+    let offered = h.tick().await.offered;
+    assert!(!offered.is_empty());
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while rx.borrow().served < offered.len() as u64 {
+            rx.changed().await.expect("feed open");
+        }
+    })
+    .await
+    .expect("the quiet instance heard the other's offers through pub/sub");
+    stop.send(()).expect("meter running");
+    meter.await.expect("meter stops");
+}

@@ -38,6 +38,8 @@ struct Scripts {
 
 pub(crate) struct RedisQueue {
     conn: Conn,
+    /// For the pub/sub listener (single node; a Cluster relies on ticks alone).
+    client: Option<redis::Client>,
     scripts: Scripts,
 }
 
@@ -76,15 +78,17 @@ impl RedisQueue {
             .map(str::trim)
             .filter(|u| !u.is_empty())
             .collect();
-        let conn = if urls.len() > 1 {
+        let (conn, client) = if urls.len() > 1 {
             let client = redis::cluster::ClusterClient::new(urls)?;
-            Conn::Cluster(client.get_async_connection().await?)
+            (Conn::Cluster(client.get_async_connection().await?), None)
         } else {
             let client = redis::Client::open(url)?;
-            Conn::Single(ConnectionManager::new(client).await?)
+            let conn = Conn::Single(ConnectionManager::new(client.clone()).await?);
+            (conn, Some(client))
         };
         Ok(RedisQueue {
             conn,
+            client,
             scripts: Scripts {
                 join: script!("join.lua"),
                 ticket: script!("ticket.lua"),
@@ -116,6 +120,23 @@ impl RedisQueue {
             Conn::Cluster(mut c) => inv.invoke_async(&mut c).await?,
         };
         Ok(reply)
+    }
+
+    /// News of other instances' ticks (every event's channel), if this is a single node.
+    pub(crate) async fn news(&self) -> Option<redis::aio::PubSubStream> {
+        let client = self.client.as_ref()?;
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.psubscribe("{fg:*}:news").await?;
+            RedisResult::Ok(pubsub.into_on_message())
+        };
+        match subscribed.await {
+            Ok(stream) => Some(stream),
+            Err(error) => {
+                tracing::warn!(%error, "pub/sub unavailable; ticks alone carry the news");
+                None
+            }
+        }
     }
 
     /// `INCR` of the join sequence alone (see `Admission::fast_join`).
