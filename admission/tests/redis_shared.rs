@@ -332,3 +332,35 @@ async fn pubsub_wakes_other_instances() {
     stop.send(()).expect("meter running");
     meter.await.expect("meter stops");
 }
+
+/// The Redis GCRA is clamped: a clock that steps back (failover) does not stall the meter,
+/// and one that jumps forward does not release a burst.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meter_survives_clock_steps() {
+    let h = Harness::new(Kind::Redis, "clockstep", |c| {
+        c.max_active = 10_000;
+        c.offer_s = 36_000;
+        // Opened long ago, so a step back does not reopen the pre-queue.
+        c.opens_at -= time::Duration::hours(1);
+    })
+    .await;
+    h.join_n(300).await;
+    assert!(!h.run(20, TICK).await.is_empty());
+    h.clock.step_back(Duration::from_secs(600));
+    let after_back = h.run(10, TICK).await.len();
+    assert!(
+        (9..=13).contains(&after_back),
+        "{after_back} offers in the second after a step back"
+    );
+    h.advance(Duration::from_secs(1_200)).await;
+    let burst = h.tick().await.offered.len();
+    assert!(
+        burst <= 3,
+        "{burst} offers at once after a 20-minute jump forward"
+    );
+    let steady = h.run(10, TICK).await.len();
+    assert!(
+        (9..=11).contains(&steady),
+        "{steady} offers in the next second"
+    );
+}
