@@ -42,7 +42,7 @@ pub struct Admitted {
 
 /// One instance's view of an event: its change feed, cached controls and outflow samples.
 pub(crate) struct EventHandle {
-    pub(crate) feed: watch::Sender<Snapshot>,
+    pub(crate) feed: watch::Sender<Arc<Snapshot>>,
     pub(crate) control: Mutex<Option<Arc<Control>>>,
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
@@ -106,10 +106,10 @@ impl Admission {
             .entry(event.to_owned())
             .or_insert_with(|| {
                 Arc::new(EventHandle {
-                    feed: watch::Sender::new(Snapshot {
+                    feed: watch::Sender::new(Arc::new(Snapshot {
                         event: event.to_owned(),
                         ..Snapshot::default()
-                    }),
+                    })),
                     control: Mutex::new(None),
                     outflow: Mutex::new(Outflow::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
@@ -119,8 +119,9 @@ impl Admission {
             .clone()
     }
 
-    /// The change feed: one new value per tick of this event (the meter must run).
-    pub fn subscribe(&self, event: &str) -> watch::Receiver<Snapshot> {
+    /// The change feed: one new value per tick of this event (the meter must run). Shared
+    /// behind an `Arc` so thousands of sockets read one snapshot without copying it.
+    pub fn subscribe(&self, event: &str) -> watch::Receiver<Arc<Snapshot>> {
         self.handle(event).feed.subscribe()
     }
 

@@ -82,7 +82,9 @@ impl Admission {
             epoch: out.epoch.clone(),
             at_ms: out.now,
         };
-        handle.feed.send_replace(snapshot.clone());
+        handle
+            .feed
+            .send_replace(std::sync::Arc::new(snapshot.clone()));
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
             let due =
