@@ -8,16 +8,16 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use crate::backend::{
-    Backend, BackendError, ClaimStart, JoinArgs, TicketArgs, TicketState, memory::MemoryQueue, redis::RedisQueue,
+    Backend, BackendError, JoinArgs, JoinOutcome, memory::MemoryQueue, redis::RedisQueue,
 };
 use crate::clock::UnixMs;
 use crate::config::AdmissionConfig;
-use crate::db::{AdmissionDb, Control, SessionRecord};
+use crate::db::{AdmissionDb, Control};
 use crate::error::AdmissionError;
 use crate::fairness::{self, Fairness};
 use crate::limit::JoinLimiter;
 use crate::snapshot::{EventState, Outflow, Snapshot};
-use crate::status::{self, QueueStatus, Status};
+use crate::status::{self, QueueStatus};
 use crate::token::{AdmissionClaims, QueueClaims};
 
 /// The answer to a join (`POST …/queue`, 201).
@@ -41,8 +41,8 @@ pub struct Admitted {
 
 /// One instance's view of an event: its change feed, cached controls and outflow samples.
 pub(crate) struct EventHandle {
-    pub(crate) feed: watch::Sender<Snapshot>,
-    pub(crate) control: Mutex<Option<Control>>,
+    pub(crate) feed: watch::Sender<Arc<Snapshot>>,
+    pub(crate) control: Mutex<Option<Arc<Control>>>,
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
@@ -82,7 +82,7 @@ impl Admission {
         let backend = if queue_url.trim() == "memory" {
             Backend::Memory(MemoryQueue::new(cfg.clock.clone()))
         } else {
-            Backend::Redis(RedisQueue::connect(queue_url).await?)
+            Backend::Redis(Box::new(RedisQueue::connect(queue_url).await?))
         };
         Ok(Admission {
             inner: Arc::new(Inner {
@@ -98,11 +98,17 @@ impl Admission {
 
     pub(crate) fn handle(&self, event: &str) -> Arc<EventHandle> {
         let mut events = lock(&self.inner.events);
+        if let Some(h) = events.get(event) {
+            return h.clone();
+        }
         events
             .entry(event.to_owned())
             .or_insert_with(|| {
                 Arc::new(EventHandle {
-                    feed: watch::Sender::new(Snapshot { event: event.to_owned(), ..Snapshot::default() }),
+                    feed: watch::Sender::new(Arc::new(Snapshot {
+                        event: event.to_owned(),
+                        ..Snapshot::default()
+                    })),
                     control: Mutex::new(None),
                     outflow: Mutex::new(Outflow::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
@@ -112,30 +118,42 @@ impl Admission {
             .clone()
     }
 
-    /// The change feed: one new value per tick of this event (the meter must run).
-    pub fn subscribe(&self, event: &str) -> watch::Receiver<Snapshot> {
+    /// The change feed: one new value per tick of this event (the meter must run). Shared
+    /// behind an `Arc` so thousands of sockets read one snapshot without copying it.
+    pub fn subscribe(&self, event: &str) -> watch::Receiver<Arc<Snapshot>> {
         self.handle(event).feed.subscribe()
     }
 
     /// Controls as of the last tick (read from the database on first use).
-    pub(crate) async fn control(&self, event: &str) -> Result<Control, AdmissionError> {
+    pub(crate) async fn control(&self, event: &str) -> Result<Arc<Control>, AdmissionError> {
         let h = self.handle(event);
         if let Some(c) = lock(&h.control).clone() {
             return Ok(c);
         }
-        let c = self.inner.db.control(event).await?.ok_or(AdmissionError::UnknownEvent)?;
+        let c = Arc::new(
+            self.inner
+                .db
+                .control(event)
+                .await?
+                .ok_or(AdmissionError::UnknownEvent)?,
+        );
         *lock(&h.control) = Some(c.clone());
         Ok(c)
     }
 
-    fn now(&self) -> UnixMs {
+    pub(crate) fn now(&self) -> UnixMs {
         self.inner.cfg.clock.now_ms()
     }
 
     /// Places a buyer in line. `key` (an `Idempotency-Key`) makes a retried join return the
     /// same place; the ticket id is always derived server-side so nobody picks their rank.
     #[tracing::instrument(skip_all, err, fields(event))]
-    pub async fn join(&self, event: &str, client: IpAddr, key: Option<&str>) -> Result<Joined, AdmissionError> {
+    pub async fn join(
+        &self,
+        event: &str,
+        client: IpAddr,
+        key: Option<&str>,
+    ) -> Result<Joined, AdmissionError> {
         if let Err(retry_after_s) = self.inner.limiter.check(client) {
             return Err(AdmissionError::RateLimited { retry_after_s });
         }
@@ -154,30 +172,34 @@ impl Admission {
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect(),
-            None => uuid::Uuid::now_v7().simple().to_string(),
+            // 128 random bits from the thread-local generator (no syscall per join).
+            None => format!("{:032x}", rand::random::<u128>()),
         };
         let args = || JoinArgs {
             key: key.map(|_| ticket_id.as_str()),
-            pre_score: fairness::pre_score(&control.seed, &ticket_id),
+            // After opening (by the queue's clock) the score is never read: skip the HMAC.
+            pre_score: if snap.opened {
+                0.0
+            } else {
+                fairness::pre_score(&control.seed, &ticket_id)
+            },
             opens_at_ms: ms(control.opens_at),
         };
         let now = self.inner.cfg.clock.script_now();
-        let out = match self.inner.backend.join(event, args(), now).await {
-            Err(BackendError::Lost) => {
-                self.recover(event, &control).await?;
-                self.inner.backend.join(event, args(), now).await?
-            }
-            other => other?,
+        let out = match self.fast_join(event, key, &snap).await? {
+            Some(out) => out,
+            None => match self.inner.backend.join(event, args(), now).await {
+                Err(BackendError::Lost) => {
+                    self.recover(event, &control).await?;
+                    self.inner.backend.join(event, args(), now).await?
+                }
+                other => other?,
+            },
         };
-        let (queue_token, claims) = self.inner.cfg.keys.sign_queue(
-            event,
-            &ticket_id,
-            out.seq,
-            out.pre,
-            &out.ep,
-            out.now,
-            self.inner.cfg.queue_token_ttl_s,
-        )?;
+        let mut claims = QueueClaims::issue(event, &ticket_id, out.seq, out.pre, &out.ep);
+        claims.iat = out.now.div_euclid(1000);
+        claims.exp = claims.iat + self.inner.cfg.queue_token_ttl_s;
+        let queue_token = self.inner.cfg.keys.sign_queue(&claims)?;
         let (status, position) = if out.pre {
             (QueueStatus::PreQueue, None)
         } else {
@@ -188,127 +210,62 @@ impl Admission {
             }
         };
         let est = status::build(status, position, snap.outflow_per_min, None);
-        Ok(Joined { queue_token, ticket_id, status, position, estimated_wait_s: est.estimated_wait_s, claims })
+        Ok(Joined {
+            queue_token,
+            ticket_id,
+            status,
+            position,
+            estimated_wait_s: est.estimated_wait_s,
+            claims,
+        })
+    }
+
+    /// The common case in Redis, an anonymous join after opening, is one plain `INCR`: the
+    /// last tick already judged opening by Redis's clock and initialised the FIFO cursor. A
+    /// number not above the last tick's means the counter was lost; the checked script path
+    /// then notices the missing epoch and recovers.
+    async fn fast_join(
+        &self,
+        event: &str,
+        key: Option<&str>,
+        snap: &Snapshot,
+    ) -> Result<Option<JoinOutcome>, AdmissionError> {
+        let Backend::Redis(redis) = &self.inner.backend else {
+            return Ok(None);
+        };
+        if key.is_some() || !snap.opened || snap.epoch.is_empty() {
+            return Ok(None);
+        }
+        let seq = redis.incr_seq(event).await?;
+        Ok((seq > snap.join_seq).then(|| JoinOutcome {
+            seq,
+            pre: false,
+            ep: snap.epoch.clone(),
+            now: self.now(),
+        }))
     }
 
     /// Checks a queue token for `event`. `None` or empty → `TokenMissing`.
-    pub fn verify_queue_token(&self, event: &str, token: Option<&str>) -> Result<QueueClaims, AdmissionError> {
+    pub fn verify_queue_token(
+        &self,
+        event: &str,
+        token: Option<&str>,
+    ) -> Result<QueueClaims, AdmissionError> {
         let token = token.ok_or(AdmissionError::TokenMissing)?;
         self.inner.cfg.keys.verify_queue(token, event, self.now())
     }
 
     /// Checks an admission token for `event`; a queue token here is `NotAdmitted`.
-    pub fn verify_admission_token(&self, event: &str, token: Option<&str>) -> Result<AdmissionClaims, AdmissionError> {
-        let token = token.ok_or(AdmissionError::TokenMissing)?;
-        self.inner.cfg.keys.verify_admission(token, event, self.now())
-    }
-
-    async fn ticket_state(
+    pub fn verify_admission_token(
         &self,
-        claims: &QueueClaims,
-        control: &Control,
-    ) -> Result<(TicketState, UnixMs), AdmissionError> {
-        let score = fairness::pre_score(&control.seed, &claims.ticket_id);
-        let args = || TicketArgs { seq: claims.seq, pre: claims.pre_queue, score, epoch: &claims.epoch };
-        let now = self.inner.cfg.clock.script_now();
-        match self.inner.backend.ticket(&claims.event, args(), now).await {
-            Err(BackendError::Lost) => {
-                self.recover(&claims.event, control).await?;
-                Ok(self.inner.backend.ticket(&claims.event, args(), now).await?)
-            }
-            other => Ok(other?),
-        }
-    }
-
-    /// Where this token stands now. Also re-registers a place Redis lost.
-    #[tracing::instrument(skip_all, err)]
-    pub async fn status(&self, claims: &QueueClaims) -> Result<Status, AdmissionError> {
-        let control = self.control(&claims.event).await?;
-        let snap = self.handle(&claims.event).feed.borrow().clone();
-        if control.closed || snap.state == EventState::Closed {
-            return Ok(status::build(QueueStatus::Closed, None, None, None));
-        }
-        let (state, now) = self.ticket_state(claims, &control).await?;
-        Ok(match state {
-            TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
-            TicketState::Lapsed => status::build(QueueStatus::OfferLapsed, None, None, None),
-            TicketState::Offered { expires_ms } => {
-                let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
-                status::build(QueueStatus::Offered, Some(0), None, Some(left))
-            }
-            TicketState::Waiting { ahead } => {
-                let s = if now < ms(control.opens_at) {
-                    QueueStatus::PreQueue
-                } else {
-                    match snap.state {
-                        EventState::SoldOut => QueueStatus::SoldOut,
-                        EventState::Paused => QueueStatus::Paused,
-                        _ if control.paused => QueueStatus::Paused,
-                        _ => QueueStatus::Waiting,
-                    }
-                };
-                let outflow = (s == QueueStatus::Waiting).then_some(snap.outflow_per_min).flatten();
-                status::build(s, Some(ahead), outflow, None)
-            }
-        })
-    }
-
-    /// Turns an open offer into a durable session and its admission token. Claiming again
-    /// returns the same session.
-    #[tracing::instrument(skip_all, err)]
-    pub async fn claim(&self, claims: &QueueClaims) -> Result<Admitted, AdmissionError> {
-        let event = claims.event.as_str();
-        let control = self.control(event).await?;
-        if control.closed {
-            return Err(AdmissionError::QueueClosed);
-        }
-        let now = self.inner.cfg.clock.script_now();
-        let start = match self.inner.backend.claim_start(event, claims.seq, now).await {
-            Err(BackendError::Lost) => {
-                self.recover(event, &control).await?;
-                self.inner.backend.claim_start(event, claims.seq, now).await?
-            }
-            other => other?,
-        };
-        let db = &self.inner.db;
-        let session = match start {
-            ClaimStart::Moved | ClaimStart::Claimed => {
-                let s = db.open_session(event, &claims.ticket_id, claims.seq, control.session_s).await?;
-                match self.inner.backend.claim_done(event, claims.seq, now).await {
-                    Ok(()) | Err(BackendError::Lost) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                s
-            }
-            ClaimStart::NotOffered => match db.session(event, &claims.ticket_id).await? {
-                // Redis forgot the claim (a loss); the database did not.
-                Some(s) => s,
-                None => return Err(self.refusal(claims, &control).await?),
-            },
-        };
-        self.admitted(event, session)
-    }
-
-    async fn refusal(&self, claims: &QueueClaims, control: &Control) -> Result<AdmissionError, AdmissionError> {
-        let (state, _) = self.ticket_state(claims, control).await?;
-        let snap_state = self.handle(&claims.event).feed.borrow().state;
-        Ok(match state {
-            TicketState::Lapsed => AdmissionError::OfferLapsed,
-            _ if snap_state == EventState::SoldOut => AdmissionError::SoldOut,
-            _ if control.paused => AdmissionError::QueuePaused,
-            _ => AdmissionError::NotYourTurn,
-        })
-    }
-
-    fn admitted(&self, event: &str, s: SessionRecord) -> Result<Admitted, AdmissionError> {
-        let admission_token = self.inner.cfg.keys.sign_admission(
-            event,
-            &s.session_id,
-            &s.ticket_id,
-            self.now(),
-            s.expires_at.unix_timestamp(),
-        )?;
-        Ok(Admitted { admission_token, session_id: s.session_id, session_expires_at: s.expires_at })
+        event: &str,
+        token: Option<&str>,
+    ) -> Result<AdmissionClaims, AdmissionError> {
+        let token = token.ok_or(AdmissionError::TokenMissing)?;
+        self.inner
+            .cfg
+            .keys
+            .verify_admission(token, event, self.now())
     }
 
     /// The seed commitment, and the seed once the queue has opened.

@@ -47,10 +47,21 @@ impl Clock {
         }
     }
 
+    /// Steps a manual clock back (a Redis failover to a replica whose clock lags).
+    #[cfg(feature = "testing")]
+    pub fn step_back(&self, by: Duration) {
+        if let Kind::Manual { now_ms, .. } = &self.0 {
+            now_ms.fetch_sub(by.as_millis() as i64, Ordering::SeqCst);
+        }
+    }
+
     pub fn now_ms(&self) -> UnixMs {
         match &self.0 {
             Kind::Monotonic { base_ms, base, .. } => {
-                base_ms + tokio::time::Instant::now().duration_since(*base).as_millis() as i64
+                base_ms
+                    + tokio::time::Instant::now()
+                        .duration_since(*base)
+                        .as_millis() as i64
             }
             Kind::Manual { now_ms, .. } => now_ms.load(Ordering::SeqCst),
         }

@@ -5,6 +5,7 @@
 //! - `admission`: the [`Admission`] facade: join, status, claim, token checks, fairness
 //! - `meter`: ticks (offers within rate and cap), the run loop, Redis-loss recovery
 //! - `backend/`: the queue state, in memory or in Redis (Lua scripts in `backend/lua/`)
+//! - `turn`: status and claim (offer → session)
 //! - `token`: queue and admission JWTs, the key ring
 //! - `fairness`: the seeded pre-queue permutation and its commitment
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
@@ -25,6 +26,7 @@ mod meter;
 mod snapshot;
 mod status;
 mod token;
+mod turn;
 
 #[cfg(feature = "testing")]
 pub mod testing;

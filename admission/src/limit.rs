@@ -11,7 +11,8 @@ use governor::{Quota, RateLimiter};
 
 use crate::clock::Clock;
 
-type Keyed = RateLimiter<IpAddr, HashMapStateStore<IpAddr>, Clock, NoOpMiddleware<std::time::Instant>>;
+type Keyed =
+    RateLimiter<IpAddr, HashMapStateStore<IpAddr>, Clock, NoOpMiddleware<std::time::Instant>>;
 
 pub(crate) struct JoinLimiter {
     clock: Clock,
@@ -65,7 +66,10 @@ mod tests {
         }
         let retry = limiter.check(a).expect_err("fourth join within the minute");
         assert!((1..=21).contains(&retry), "retry after {retry}s");
-        assert!(limiter.check(b).is_ok(), "another address has its own budget");
+        assert!(
+            limiter.check(b).is_ok(),
+            "another address has its own budget"
+        );
         assert_eq!(limiter.tracked(), 2);
         tokio::time::advance(Duration::from_secs(81)).await;
         limiter.evict_stale();

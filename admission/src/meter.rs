@@ -28,9 +28,12 @@ impl Admission {
     #[tracing::instrument(skip_all, err, fields(event))]
     pub async fn tick(&self, event: &str) -> Result<TickReport, AdmissionError> {
         let db = &self.inner.db;
-        let control = db.control(event).await?.ok_or(AdmissionError::UnknownEvent)?;
+        let control = db
+            .control(event)
+            .await?
+            .ok_or(AdmissionError::UnknownEvent)?;
         let handle = self.handle(event);
-        *lock(&handle.control) = Some(control.clone());
+        *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let active = db.active_sessions(event).await?;
         let sold_out = db.availability(event).await?.sold_out();
         let args = || TickArgs {
@@ -65,6 +68,7 @@ impl Admission {
             event: event.to_owned(),
             version: control.version,
             state,
+            opened: out.now >= ms(control.opens_at),
             served: out.served,
             cursor: out.cursor,
             ahead_of_fifo: out.ahead,
@@ -78,10 +82,13 @@ impl Admission {
             epoch: out.epoch.clone(),
             at_ms: out.now,
         };
-        handle.feed.send_replace(snapshot.clone());
+        handle
+            .feed
+            .send_replace(std::sync::Arc::new(snapshot.clone()));
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
-            let due = out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
+            let due =
+                out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
             if due {
                 *last = out.now;
             }
@@ -98,7 +105,11 @@ impl Admission {
     /// checkpoint plus a margin, the served counter from the database, and hold offers for the
     /// reconnect grace. Run by whichever instance notices first; the script is idempotent.
     #[tracing::instrument(skip_all, err, fields(event))]
-    pub(crate) async fn recover(&self, event: &str, control: &Control) -> Result<(), AdmissionError> {
+    pub(crate) async fn recover(
+        &self,
+        event: &str,
+        control: &Control,
+    ) -> Result<(), AdmissionError> {
         let handle = self.handle(event);
         let _one_at_a_time = handle.recovering.lock().await;
         let db = &self.inner.db;
@@ -127,7 +138,10 @@ impl Admission {
     /// so its slot goes back into the flow without waiting for the next tick.
     #[tracing::instrument(skip_all, err, fields(event))]
     pub async fn session_ended(&self, event: &str, session_id: &str) -> Result<(), AdmissionError> {
-        self.inner.db.end_session(event, session_id, "ended").await?;
+        self.inner
+            .db
+            .end_session(event, session_id, "ended")
+            .await?;
         self.inner.wake.notify_one();
         Ok(())
     }
@@ -139,6 +153,19 @@ impl Admission {
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut evict = tokio::time::interval(Duration::from_secs(60));
         tokio::pin!(shutdown);
+        // Another instance offered: tick now so this one's sockets hear it at once.
+        let mut news = match &self.inner.backend {
+            crate::backend::Backend::Redis(r) => r.news().await,
+            crate::backend::Backend::Memory(_) => None,
+        };
+        let heard = async |news: &mut Option<redis::aio::PubSubStream>| match news {
+            Some(stream) => {
+                if futures::StreamExt::next(stream).await.is_none() {
+                    *news = None;
+                }
+            }
+            None => std::future::pending().await,
+        };
         loop {
             tokio::select! {
                 () = &mut shutdown => return,
@@ -147,6 +174,7 @@ impl Admission {
                     tokio::select! {
                         _ = every.tick() => {}
                         () = self.inner.wake.notified() => {}
+                        () = heard(&mut news) => {}
                     }
                 } => {
                     let events: Vec<String> = lock(&self.inner.events).keys().cloned().collect();

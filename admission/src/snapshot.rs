@@ -26,6 +26,8 @@ pub struct Snapshot {
     /// The control row's version this tick obeyed.
     pub version: i64,
     pub state: EventState,
+    /// `opens_at` has passed by the queue's clock (Redis `TIME` in Redis mode).
+    pub opened: bool,
     /// Offers ever made (lapsed ones included): the "served so far" of `position`.
     pub served: u64,
     /// Highest post-opening join sequence offered.

@@ -46,7 +46,10 @@ pub struct Status {
 
 /// The wait for `position` buyers ahead at the measured outflow: (point, low, high) seconds.
 /// `None` without a measured outflow (paused, or nothing offered yet).
-pub(crate) fn wait_estimate(position: u64, outflow_per_min: Option<f64>) -> Option<(u64, u64, u64)> {
+pub(crate) fn wait_estimate(
+    position: u64,
+    outflow_per_min: Option<f64>,
+) -> Option<(u64, u64, u64)> {
     let per_s = outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
     let point = (position as f64 + 1.0) / per_s;
     Some((point.ceil() as u64, (point * 0.8).floor() as u64, (point * 1.25).ceil() as u64))
@@ -95,6 +98,9 @@ mod tests {
         let (p, lo, hi) = wait_estimate(599, Some(600.0)).expect("outflow known");
         assert_eq!(p, 60);
         assert!(lo < p && p < hi);
-        assert!(retry_after_s(QueueStatus::Waiting, Some(5000)) > retry_after_s(QueueStatus::Waiting, Some(5)));
+        assert!(
+            retry_after_s(QueueStatus::Waiting, Some(5000))
+                > retry_after_s(QueueStatus::Waiting, Some(5))
+        );
     }
 }

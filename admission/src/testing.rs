@@ -148,7 +148,12 @@ impl AdmissionDb for MemoryDb {
     }
 
     async fn admitted_total(&self, event: &str) -> Result<u64, DbError> {
-        Ok(self.lock().sessions.keys().filter(|(e, _)| e == event).count() as u64)
+        Ok(self
+            .lock()
+            .sessions
+            .keys()
+            .filter(|(e, _)| e == event)
+            .count() as u64)
     }
 
     async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError> {

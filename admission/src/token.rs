@@ -33,7 +33,28 @@ pub struct QueueClaims {
     pub epoch: String,
     pub iat: i64,
     pub exp: i64,
-    typ: String,
+    pub(crate) typ: String,
+}
+
+impl QueueClaims {
+    pub(crate) fn issue(
+        event: &str,
+        ticket_id: &str,
+        seq: u64,
+        pre_queue: bool,
+        epoch: &str,
+    ) -> Self {
+        QueueClaims {
+            event: event.to_owned(),
+            ticket_id: ticket_id.to_owned(),
+            seq,
+            pre_queue,
+            epoch: epoch.to_owned(),
+            iat: 0,
+            exp: 0,
+            typ: QUEUE.to_owned(),
+        }
+    }
 }
 
 /// What an admission token proves: a durable session (`jti`) until `exp`.
@@ -76,7 +97,10 @@ impl fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut kids: Vec<&String> = self.keys.keys().collect();
         kids.sort();
-        f.debug_struct("KeyRing").field("signing", &self.signing).field("kids", &kids).finish_non_exhaustive()
+        f.debug_struct("KeyRing")
+            .field("signing", &self.signing)
+            .field("kids", &kids)
+            .finish_non_exhaustive()
     }
 }
 
@@ -92,8 +116,13 @@ pub enum KeyRingError {
 
 impl KeyRing {
     /// `keys` in order: the first signs; all verify.
-    pub fn new<'a>(keys: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<Self, KeyRingError> {
-        let mut ring = KeyRing { signing: String::new(), keys: HashMap::new() };
+    pub fn new<'a>(
+        keys: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Result<Self, KeyRingError> {
+        let mut ring = KeyRing {
+            signing: String::new(),
+            keys: HashMap::new(),
+        };
         for (kid, secret) in keys {
             if kid.is_empty() || secret.is_empty() {
                 return Err(KeyRingError::Entry);
@@ -101,7 +130,10 @@ impl KeyRing {
             if ring.signing.is_empty() {
                 ring.signing = kid.to_owned();
             }
-            let key = Key { enc: EncodingKey::from_secret(secret)?, dec: DecodingKey::from_secret(secret)? };
+            let key = Key {
+                enc: EncodingKey::from_secret(secret)?,
+                dec: DecodingKey::from_secret(secret)?,
+            };
             ring.keys.insert(kid.to_owned(), key);
         }
         if ring.keys.is_empty() {
@@ -123,32 +155,16 @@ impl KeyRing {
     fn sign<T: Serialize>(&self, claims: &T) -> Result<String, AdmissionError> {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some(self.signing.clone());
-        let key = &self.keys.get(&self.signing).expect("the signing kid is always in the ring").enc;
+        let key = &self
+            .keys
+            .get(&self.signing)
+            .expect("the signing kid is always in the ring")
+            .enc;
         Ok(jsonwebtoken::encode(&header, claims, key)?)
     }
 
-    pub(crate) fn sign_queue(
-        &self,
-        event: &str,
-        ticket_id: &str,
-        seq: u64,
-        pre_queue: bool,
-        epoch: &str,
-        now_ms: UnixMs,
-        ttl_s: i64,
-    ) -> Result<(String, QueueClaims), AdmissionError> {
-        let iat = now_ms.div_euclid(1000);
-        let claims = QueueClaims {
-            event: event.to_owned(),
-            ticket_id: ticket_id.to_owned(),
-            seq,
-            pre_queue,
-            epoch: epoch.to_owned(),
-            iat,
-            exp: iat + ttl_s,
-            typ: QUEUE.to_owned(),
-        };
-        Ok((self.sign(&claims)?, claims))
+    pub(crate) fn sign_queue(&self, claims: &QueueClaims) -> Result<String, AdmissionError> {
+        self.sign(claims)
     }
 
     pub(crate) fn sign_admission(
@@ -170,13 +186,19 @@ impl KeyRing {
         self.sign(&claims)
     }
 
-    pub(crate) fn verify_queue(&self, token: &str, event: &str, now_ms: UnixMs) -> Result<QueueClaims, AdmissionError> {
+    pub(crate) fn verify_queue(
+        &self,
+        token: &str,
+        event: &str,
+        now_ms: UnixMs,
+    ) -> Result<QueueClaims, AdmissionError> {
         let raw = self.verify_raw(token)?;
         if raw.claims.typ != QUEUE {
             return Err(AdmissionError::TokenInvalid(InvalidToken::Malformed));
         }
         check(&raw.claims, event, now_ms)?;
-        serde_json::from_value(raw.value).map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
+        serde_json::from_value(raw.value)
+            .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
     }
 
     pub(crate) fn verify_admission(
@@ -193,7 +215,8 @@ impl KeyRing {
             _ => return Err(AdmissionError::TokenInvalid(InvalidToken::Malformed)),
         }
         check(&raw.claims, event, now_ms)?;
-        serde_json::from_value(raw.value).map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
+        serde_json::from_value(raw.value)
+            .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
     }
 
     fn verify_raw(&self, token: &str) -> Result<Raw, AdmissionError> {
@@ -224,14 +247,19 @@ impl KeyRing {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.validate_exp = false;
         validation.set_required_spec_claims(&["exp"]);
-        let data =
-            jsonwebtoken::decode::<serde_json::Value>(token, &key.dec, &validation).map_err(|e| match e.kind() {
-                jsonwebtoken::errors::ErrorKind::InvalidSignature => invalid(InvalidToken::BadSignature),
+        let data = jsonwebtoken::decode::<serde_json::Value>(token, &key.dec, &validation)
+            .map_err(|e| match e.kind() {
+                jsonwebtoken::errors::ErrorKind::InvalidSignature => {
+                    invalid(InvalidToken::BadSignature)
+                }
                 _ => invalid(InvalidToken::Malformed),
             })?;
-        let claims: Envelope =
-            serde_json::from_value(data.claims.clone()).map_err(|_| invalid(InvalidToken::Malformed))?;
-        Ok(Raw { claims, value: data.claims })
+        let claims: Envelope = serde_json::from_value(data.claims.clone())
+            .map_err(|_| invalid(InvalidToken::Malformed))?;
+        Ok(Raw {
+            claims,
+            value: data.claims,
+        })
     }
 }
 

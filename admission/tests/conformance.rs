@@ -23,7 +23,11 @@ async fn join_offer_claim(kind: Kind) {
         assert_eq!(st.position, Some(i as u64), "buyers ahead of buyer {i}");
         assert_eq!(st.estimated_wait_s, None, "no outflow measured yet");
     }
-    let early = h.adm.claim(&joined[0].claims).await.expect_err("not offered yet");
+    let early = h
+        .adm
+        .claim(&joined[0].claims)
+        .await
+        .expect_err("not offered yet");
     assert!(matches!(early, AdmissionError::NotYourTurn), "{early:?}");
 
     let offered = h.run(10, TICK).await;
@@ -37,11 +41,23 @@ async fn join_offer_claim(kind: Kind) {
 
     let first = h.adm.claim(&joined[0].claims).await.expect("claim");
     let again = h.adm.claim(&joined[0].claims).await.expect("claim twice");
-    assert_eq!(first.session_id, again.session_id, "claiming twice returns the same session");
-    let claims =
-        h.adm.verify_admission_token(&h.event, Some(&first.admission_token)).expect("admission token verifies");
+    assert_eq!(
+        first.session_id, again.session_id,
+        "claiming twice returns the same session"
+    );
+    let claims = h
+        .adm
+        .verify_admission_token(&h.event, Some(&first.admission_token))
+        .expect("admission token verifies");
     assert_eq!(claims.session_id, first.session_id);
-    assert_eq!(h.adm.status(&joined[0].claims).await.expect("status").status, QueueStatus::Admitted);
+    assert_eq!(
+        h.adm
+            .status(&joined[0].claims)
+            .await
+            .expect("status")
+            .status,
+        QueueStatus::Admitted
+    );
     assert_eq!(h.db.sessions(&h.event).len(), 1);
 
     // Buyer 1 never claims: after offer_s its turn passes, and it is told so.
@@ -57,14 +73,30 @@ both!(join_offer_claim);
 /// A retried join with the same idempotency key keeps its place; unknown events are refused.
 async fn idempotent_join(kind: Kind) {
     let h = Harness::new(kind, "idem", |_| {}).await;
-    let a = h.adm.join(&h.event, client(), Some("key-1")).await.expect("join");
-    let b = h.adm.join(&h.event, client(), Some("key-1")).await.expect("join again");
-    let c = h.adm.join(&h.event, client(), Some("key-2")).await.expect("other key");
+    let a = h
+        .adm
+        .join(&h.event, client(), Some("key-1"))
+        .await
+        .expect("join");
+    let b = h
+        .adm
+        .join(&h.event, client(), Some("key-1"))
+        .await
+        .expect("join again");
+    let c = h
+        .adm
+        .join(&h.event, client(), Some("key-2"))
+        .await
+        .expect("other key");
     assert_eq!(a.ticket_id, b.ticket_id);
     assert_eq!(a.claims.seq, b.claims.seq);
     assert_ne!(a.ticket_id, c.ticket_id);
     assert_eq!(c.claims.seq, a.claims.seq + 1);
-    let err = h.adm.join("no-such-event", client(), None).await.expect_err("unknown");
+    let err = h
+        .adm
+        .join("no-such-event", client(), None)
+        .await
+        .expect_err("unknown");
     assert!(matches!(err, AdmissionError::UnknownEvent), "{err:?}");
 }
 both!(idempotent_join);
@@ -75,19 +107,31 @@ async fn rate_and_live_change(kind: Kind) {
     h.join_n(2_500).await;
     let offered = h.run(600, TICK).await.len();
     println!("{kind:?}: {offered} offers in 60 s at 600/min");
-    assert!((588..=612).contains(&offered), "{offered} offers, want 600 ± 2%");
+    assert!(
+        (588..=612).contains(&offered),
+        "{offered} offers, want 600 ± 2%"
+    );
 
     h.update(|c| c.rate_per_min = 1_200);
     let first = h.run(1, TICK).await;
     let version = h.adm.subscribe(&h.event).borrow().version;
-    assert_eq!(version, 2, "the first tick after the change obeys the new version");
+    assert_eq!(
+        version, 2,
+        "the first tick after the change obeys the new version"
+    );
     let mut second = first.len();
     for _ in 0..9 {
         second += h.run(1, TICK).await.len();
     }
-    assert!((18..=23).contains(&second), "{second} offers in the first second at 1,200/min");
+    assert!(
+        (18..=23).contains(&second),
+        "{second} offers in the first second at 1,200/min"
+    );
     let next = h.run(600, TICK).await.len();
-    assert!((1_176..=1_224).contains(&next), "{next} offers in the next minute at 1,200/min");
+    assert!(
+        (1_176..=1_224).contains(&next),
+        "{next} offers in the next minute at 1,200/min"
+    );
 }
 both!(rate_and_live_change);
 
@@ -109,7 +153,10 @@ async fn cap_holds(kind: Kind) {
         let r = h.tick().await;
         let s = &r.snapshot;
         let active = h.db.active_sessions(&h.event).await.expect("active");
-        assert!(active + s.open_offers <= 20, "cap exceeded: {active} active, {s:?}");
+        assert!(
+            active + s.open_offers <= 20,
+            "cap exceeded: {active} active, {s:?}"
+        );
         for seq in &r.offered {
             // Two in three claim; the rest let their offer lapse.
             if seq % 3 != 0 {
@@ -132,7 +179,11 @@ async fn cap_holds(kind: Kind) {
     }
     let last = h.tick().await.snapshot;
     let active = h.db.active_sessions(&h.event).await.expect("active");
-    assert_eq!(all.len(), 300, "everyone was offered: {active} active, {last:?}");
+    assert_eq!(
+        all.len(),
+        300,
+        "everyone was offered: {active} active, {last:?}"
+    );
     assert!(all.windows(2).all(|w| w[0] < w[1]), "offers in queue order");
 }
 both!(cap_holds);
@@ -150,15 +201,29 @@ async fn pause_resume(kind: Kind) {
     assert_eq!(snap.state, EventState::Paused);
     assert_eq!(snap.outflow_per_min, None, "no estimate while paused");
     let last = joined.last().expect("joined");
-    assert_eq!(h.adm.status(&last.claims).await.expect("status").status, QueueStatus::Paused);
-    let err = h.adm.join(&h.event, client(), None).await.expect_err("paused");
+    assert_eq!(
+        h.adm.status(&last.claims).await.expect("status").status,
+        QueueStatus::Paused
+    );
+    let err = h
+        .adm
+        .join(&h.event, client(), None)
+        .await
+        .expect_err("paused");
     assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
     h.update(|c| c.paused = false);
     let after = h.run(50, TICK).await;
     assert!(!after.is_empty());
-    assert_eq!(after[0], before.last().expect("offers before") + 1, "resume where it stopped");
+    assert_eq!(
+        after[0],
+        before.last().expect("offers before") + 1,
+        "resume where it stopped"
+    );
     let all: Vec<u64> = before.into_iter().chain(after).collect();
-    assert!(all.windows(2).all(|w| w[1] == w[0] + 1), "in order, nobody skipped");
+    assert!(
+        all.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, nobody skipped"
+    );
 }
 both!(pause_resume);
 
@@ -180,7 +245,10 @@ async fn no_shows(kind: Kind) {
         let r = h.tick().await;
         for seq in &r.offered {
             if seq % 10 >= 3 {
-                h.adm.claim(&joined[(*seq - 1) as usize].claims).await.expect("claim");
+                h.adm
+                    .claim(&joined[(*seq - 1) as usize].claims)
+                    .await
+                    .expect("claim");
                 claimed += 1;
                 if round >= 1_200 {
                     claimed_late += 1;
@@ -191,9 +259,15 @@ async fn no_shows(kind: Kind) {
     }
     // The last minute is steady state: lapses have begun and give their rate back.
     println!("{kind:?}: {claimed_late} claimed in the last minute at 600/min with 30% no-shows");
-    assert!((540..=660).contains(&claimed_late), "{claimed_late} claims/min, want 600 ± 10%");
+    assert!(
+        (540..=660).contains(&claimed_late),
+        "{claimed_late} claims/min, want 600 ± 10%"
+    );
     assert!(claimed > 0);
-    assert!(offered.windows(2).all(|w| w[0] < w[1]), "queue order kept past lapses");
+    assert!(
+        offered.windows(2).all(|w| w[0] < w[1]),
+        "queue order kept past lapses"
+    );
 }
 both!(no_shows);
 
@@ -215,7 +289,10 @@ async fn pre_queue(kind: Kind) {
     assert!(pre.iter().all(|j| j.status == QueueStatus::PreQueue));
     let st = h.adm.status(&pre[0].claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::PreQueue);
-    assert!(h.run(10, TICK).await.is_empty(), "nothing offered before opening");
+    assert!(
+        h.run(10, TICK).await.is_empty(),
+        "nothing offered before opening"
+    );
 
     h.advance(opens_in).await;
     let post = h.join_n(50).await;
@@ -226,13 +303,22 @@ async fn pre_queue(kind: Kind) {
     let fair = h.adm.fairness(&h.event).await.expect("fairness");
     let seed = fair.seed.expect("seed revealed at opening");
     assert_eq!(admission::seed_commitment(&seed), fair.seed_commitment);
-    let by_seq: std::collections::HashMap<u64, &str> =
-        pre.iter().map(|j| (j.claims.seq, j.ticket_id.as_str())).collect();
+    let by_seq: std::collections::HashMap<u64, &str> = pre
+        .iter()
+        .map(|j| (j.claims.seq, j.ticket_id.as_str()))
+        .collect();
     let offered_tickets: Vec<&str> = offered[..1_000].iter().map(|s| by_seq[s]).collect();
     let expected = admission::pre_queue_order(&seed, pre.iter().map(|j| j.ticket_id.as_str()));
-    assert_eq!(offered_tickets, expected, "the revealed seed reproduces the order");
+    assert_eq!(
+        offered_tickets, expected,
+        "the revealed seed reproduces the order"
+    );
     let post_seqs: Vec<u64> = post.iter().map(|j| j.claims.seq).collect();
-    assert_eq!(offered[1_000..], post_seqs[..], "later arrivals FIFO behind the pre-queue");
+    assert_eq!(
+        offered[1_000..],
+        post_seqs[..],
+        "later arrivals FIFO behind the pre-queue"
+    );
 
     // Spearman rank correlation between arrival (seq) and offer rank.
     let n = 1_000f64;
@@ -255,20 +341,48 @@ async fn sold_out(kind: Kind) {
     let h = Harness::new(kind, "soldout", |c| c.max_active = 10_000).await;
     let joined = h.join_n(50).await;
     h.run(10, TICK).await;
-    h.db.set_availability(&h.event, Availability { available: 0, held_or_paying: 0 });
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 0,
+            held_or_paying: 0,
+        },
+    );
     assert!(h.run(20, TICK).await.is_empty(), "no offers when sold out");
     assert_eq!(h.tick().await.snapshot.state, EventState::SoldOut);
     let last = joined.last().expect("joined");
-    assert_eq!(h.adm.status(&last.claims).await.expect("status").status, QueueStatus::SoldOut);
-    let err = h.adm.join(&h.event, client(), None).await.expect_err("sold out");
+    assert_eq!(
+        h.adm.status(&last.claims).await.expect("status").status,
+        QueueStatus::SoldOut
+    );
+    let err = h
+        .adm
+        .join(&h.event, client(), None)
+        .await
+        .expect_err("sold out");
     assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
     let err = h.adm.claim(&last.claims).await.expect_err("sold out");
     assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
     // Held seats may come back: not sold out while some are held.
-    h.db.set_availability(&h.event, Availability { available: 0, held_or_paying: 3 });
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 0,
+            held_or_paying: 3,
+        },
+    );
     assert_eq!(h.tick().await.snapshot.state, EventState::Open);
-    h.db.set_availability(&h.event, Availability { available: 2, held_or_paying: 0 });
-    assert!(!h.run(20, TICK).await.is_empty(), "offers resume when seats return");
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 2,
+            held_or_paying: 0,
+        },
+    );
+    assert!(
+        !h.run(20, TICK).await.is_empty(),
+        "offers resume when seats return"
+    );
 }
 both!(sold_out);
 
@@ -278,8 +392,15 @@ async fn closed(kind: Kind) {
     let j = h.join().await;
     h.update(|c| c.closed = true);
     assert!(h.run(20, TICK).await.is_empty());
-    assert_eq!(h.adm.status(&j.claims).await.expect("status").status, QueueStatus::Closed);
-    let err = h.adm.join(&h.event, client(), None).await.expect_err("closed");
+    assert_eq!(
+        h.adm.status(&j.claims).await.expect("status").status,
+        QueueStatus::Closed
+    );
+    let err = h
+        .adm
+        .join(&h.event, client(), None)
+        .await
+        .expect_err("closed");
     assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
     let err = h.adm.claim(&j.claims).await.expect_err("closed");
     assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
@@ -293,7 +414,10 @@ async fn change_feed(kind: Kind) {
     let mut rx = h.adm.subscribe(&h.event);
     rx.mark_unchanged();
     let joined = h.join_n(200).await;
-    assert!(!rx.has_changed().expect("feed open"), "joins alone do not wake sockets");
+    assert!(
+        !rx.has_changed().expect("feed open"),
+        "joins alone do not wake sockets"
+    );
     h.run(100, TICK).await;
     assert!(rx.has_changed().expect("feed open"));
     let snap = rx.borrow_and_update().clone();
@@ -312,3 +436,35 @@ async fn change_feed(kind: Kind) {
     assert_eq!(seen.len(), 200);
 }
 both!(change_feed);
+
+/// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
+#[tokio::test(start_paused = true)]
+async fn run_meter_ticks_until_shutdown() {
+    let h = Harness::new(Kind::Memory, "loop", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(30).await;
+    let mut rx = h.adm.subscribe(&h.event);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let adm = h.adm.clone();
+    let meter = tokio::spawn(async move {
+        adm.run_meter(async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    let mut wakes = 0;
+    while rx.borrow().served < 20 {
+        rx.changed().await.expect("feed open");
+        wakes += 1;
+    }
+    // 10/s plus the quarter-second burst: about two seconds of ticks, one wake each.
+    assert!((15..=25).contains(&wakes), "{wakes} wakes for 20 offers");
+    let st = h.adm.status(&joined[0].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Offered);
+    let a = h.adm.claim(&joined[0].claims).await.expect("claim");
+    h.adm
+        .session_ended(&h.event, &a.session_id)
+        .await
+        .expect("end");
+    stop.send(()).expect("meter running");
+    meter.await.expect("meter stops on shutdown");
+}

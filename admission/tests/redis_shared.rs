@@ -23,6 +23,9 @@ async fn fifo_10000_through_two_instances() {
     })
     .await;
     let other = h.instance().await;
+    // Only the first instance has ticked: it joins by plain INCR, the other by the checked
+    // script; both draw from the same sequence.
+    h.tick().await;
     let instances = [h.adm.clone(), other];
     // 64 concurrent joiners, alternating instances.
     let mut tasks = Vec::new();
@@ -52,15 +55,27 @@ async fn fifo_10000_through_two_instances() {
         let (a, b) = tokio::join!(instances[0].tick(&h.event), instances[1].tick(&h.event));
         for r in [a.expect("tick a"), b.expect("tick b")] {
             let first = r.snapshot.served - r.offered.len() as u64;
-            by_index.extend(r.offered.iter().enumerate().map(|(i, s)| (first + i as u64, *s)));
+            by_index.extend(
+                r.offered
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (first + i as u64, *s)),
+            );
         }
     }
     by_index.sort();
     let order: Vec<u64> = by_index.iter().map(|&(_, s)| s).collect();
     assert_eq!(order.len(), 10_000, "all offered once");
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "offers strictly in queue order");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "offers strictly in queue order"
+    );
     let indices: Vec<u64> = by_index.iter().map(|&(i, _)| i).collect();
-    assert_eq!(indices, (0..10_000).collect::<Vec<_>>(), "no offer counted twice");
+    assert_eq!(
+        indices,
+        (0..10_000).collect::<Vec<_>>(),
+        "no offer counted twice"
+    );
 
     // Claims through either instance: one distinct session each.
     let mut sessions = HashSet::new();
@@ -68,8 +83,14 @@ async fn fifo_10000_through_two_instances() {
         let a = instances[i % 2].claim(&j.claims).await.expect("claim");
         assert!(sessions.insert(a.session_id));
     }
-    let again = instances[1].claim(&joined[0].claims).await.expect("claim again");
-    assert!(sessions.contains(&again.session_id), "the same session on the other instance");
+    let again = instances[1]
+        .claim(&joined[0].claims)
+        .await
+        .expect("claim again");
+    assert!(
+        sessions.contains(&again.session_id),
+        "the same session on the other instance"
+    );
     assert_eq!(h.db.sessions(&h.event).len(), 2_000);
 }
 
@@ -82,7 +103,16 @@ impl OwnRedis {
     fn start() -> OwnRedis {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server (Debian package redis-server) must be installed");
@@ -101,7 +131,10 @@ async fn wait_for(url: &str) {
     for _ in 0..100 {
         if let Ok(c) = redis::Client::open(url)
             && let Ok(mut c) = c.get_multiplexed_async_connection().await
-            && redis::cmd("PING").query_async::<String>(&mut c).await.is_ok()
+            && redis::cmd("PING")
+                .query_async::<String>(&mut c)
+                .await
+                .is_ok()
         {
             return;
         }
@@ -133,32 +166,49 @@ async fn flushall_mid_queue_recovers() {
         for seq in &r.offered {
             // Every other buyer claims before the wipe.
             if seq % 2 == 0 {
-                let a = h.adm.claim(&before[(*seq - 1) as usize].claims).await.expect("claim");
+                let a = h
+                    .adm
+                    .claim(&before[(*seq - 1) as usize].claims)
+                    .await
+                    .expect("claim");
                 claimed.insert(*seq, a.session_id);
             }
         }
         offered_before.extend(r.offered);
     }
     // The cap binds: 30 slots, claims counted until settled.
-    assert!(offered_before.len() >= 20, "{} offered", offered_before.len());
+    assert!(
+        offered_before.len() >= 20,
+        "{} offered",
+        offered_before.len()
+    );
 
     let mut c = redis::Client::open(own.url.as_str())
         .expect("url")
         .get_multiplexed_async_connection()
         .await
         .expect("own redis");
-    let _: () = redis::cmd("FLUSHALL").query_async(&mut c).await.expect("FLUSHALL");
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut c)
+        .await
+        .expect("FLUSHALL");
 
     // A new arrival right after the wipe triggers the recovery and queues behind everyone.
     let newcomer = h.join().await;
-    assert!(newcomer.claims.seq > 200, "seq restored past the checkpoint + margin");
+    assert!(
+        newcomer.claims.seq > 200,
+        "seq restored past the checkpoint + margin"
+    );
     // Returning tokens re-register during the grace period; no offers meanwhile.
     for j in &before {
         let st = h.adm.status(&j.claims).await.expect("status");
         assert!(matches!(st.status, QueueStatus::Waiting | QueueStatus::PreQueue), "{:?} {:?}", j.claims.seq, st);
     }
     let later = h.join_n(20).await;
-    assert!(h.run(50, TICK).await.is_empty(), "offers wait out the reconnect grace");
+    assert!(
+        h.run(50, TICK).await.is_empty(),
+        "offers wait out the reconnect grace"
+    );
 
     let mut after = Vec::new();
     let mut sessions: HashSet<String> = claimed.values().cloned().collect();
@@ -167,7 +217,10 @@ async fn flushall_mid_queue_recovers() {
         h.advance(TICK).await;
         let r = h.tick().await;
         let active = h.db.active_sessions(&h.event).await.expect("active");
-        assert!(active + r.snapshot.open_offers <= max_active, "cap exceeded after the wipe");
+        assert!(
+            active + r.snapshot.open_offers <= max_active,
+            "cap exceeded after the wipe"
+        );
         for seq in &r.offered {
             let j = before
                 .iter()
@@ -180,25 +233,123 @@ async fn flushall_mid_queue_recovers() {
                 assert_eq!(&a.session_id, old, "nobody admitted twice");
                 reissued += 1;
             } else {
-                assert!(sessions.insert(a.session_id.clone()), "a fresh session per ticket");
+                assert!(
+                    sessions.insert(a.session_id.clone()),
+                    "a fresh session per ticket"
+                );
             }
-            h.adm.session_ended(&h.event, &a.session_id).await.expect("end");
+            h.adm
+                .session_ended(&h.event, &a.session_id)
+                .await
+                .expect("end");
         }
         after.extend(r.offered);
         if after.len() == 221 {
             break;
         }
     }
-    assert_eq!(after.len(), 221, "every earlier token and every newcomer offered once");
-    assert!(after.windows(2).all(|w| w[0] < w[1]), "relative order kept: {after:?}");
-    assert_eq!(after[200], newcomer.claims.seq, "the newcomer after every earlier token");
+    assert_eq!(
+        after.len(),
+        221,
+        "every earlier token and every newcomer offered once"
+    );
+    assert!(
+        after.windows(2).all(|w| w[0] < w[1]),
+        "relative order kept: {after:?}"
+    );
+    assert_eq!(
+        after[200], newcomer.claims.seq,
+        "the newcomer after every earlier token"
+    );
     assert!(reissued > 0);
-    let per_ticket: HashSet<String> = h.db.sessions(&h.event).into_iter().map(|(t, _)| t).collect();
-    assert_eq!(per_ticket.len(), h.db.sessions(&h.event).len(), "one session per ticket");
+    let per_ticket: HashSet<String> =
+        h.db.sessions(&h.event)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+    assert_eq!(
+        per_ticket.len(),
+        h.db.sessions(&h.event).len(),
+        "one session per ticket"
+    );
     drop(own);
 }
 
 #[allow(dead_code)]
 fn _assert_send(a: Arc<Admission>) -> Arc<Admission> {
     a
+}
+
+/// Pub/sub speeds the news: an instance whose own ticks are an hour apart hears another
+/// instance's offers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pubsub_wakes_other_instances() {
+    let h = Harness::new(Kind::Redis, "pubsub", |c| c.max_active = 10_000).await;
+    h.join_n(20).await;
+    let mut cfg = support::config(&h.clock);
+    cfg.tick_interval = Duration::from_secs(3_600);
+    let quiet = Admission::connect(&h.url, h.db.clone(), cfg)
+        .await
+        .expect("connect");
+    let mut rx = quiet.subscribe(&h.event);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = quiet.clone();
+    let meter = tokio::spawn(async move {
+        runner
+            .run_meter(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    // Its first tick happens at start; then it sleeps for an hour.
+    tokio::time::timeout(Duration::from_secs(5), rx.changed())
+        .await
+        .expect("first tick")
+        .expect("feed open");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    rx.mark_unchanged();
+    h.advance(Duration::from_secs(1)).await;
+    let offered = h.tick().await.offered;
+    assert!(!offered.is_empty());
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while rx.borrow().served < offered.len() as u64 {
+            rx.changed().await.expect("feed open");
+        }
+    })
+    .await
+    .expect("the quiet instance heard the other's offers through pub/sub");
+    stop.send(()).expect("meter running");
+    meter.await.expect("meter stops");
+}
+
+/// The Redis GCRA is clamped: a clock that steps back (failover) does not stall the meter,
+/// and one that jumps forward does not release a burst.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meter_survives_clock_steps() {
+    let h = Harness::new(Kind::Redis, "clockstep", |c| {
+        c.max_active = 10_000;
+        c.offer_s = 36_000;
+        // Opened long ago, so a step back does not reopen the pre-queue.
+        c.opens_at -= time::Duration::hours(1);
+    })
+    .await;
+    h.join_n(300).await;
+    assert!(!h.run(20, TICK).await.is_empty());
+    h.clock.step_back(Duration::from_secs(600));
+    let after_back = h.run(10, TICK).await.len();
+    assert!(
+        (9..=13).contains(&after_back),
+        "{after_back} offers in the second after a step back"
+    );
+    h.advance(Duration::from_secs(1_200)).await;
+    let burst = h.tick().await.offered.len();
+    assert!(
+        burst <= 3,
+        "{burst} offers at once after a 20-minute jump forward"
+    );
+    let steady = h.run(10, TICK).await.len();
+    assert!(
+        (9..=11).contains(&steady),
+        "{steady} offers in the next second"
+    );
 }

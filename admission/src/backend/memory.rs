@@ -10,8 +10,8 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
-    TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
+    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::{Clock, UnixMs};
 
@@ -46,11 +46,18 @@ pub(crate) struct MemoryQueue {
 
 impl MemoryQueue {
     pub(crate) fn new(clock: Clock) -> Self {
-        MemoryQueue { clock, epoch: uuid::Uuid::new_v4().simple().to_string(), events: Mutex::new(HashMap::new()) }
+        MemoryQueue {
+            clock,
+            epoch: uuid::Uuid::new_v4().simple().to_string(),
+            events: Mutex::new(HashMap::new()),
+        }
     }
 
     fn event(&self, event: &str) -> Arc<Mutex<EventQueue>> {
         let mut map = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(q) = map.get(event) {
+            return q.clone();
+        }
         map.entry(event.to_owned()).or_default().clone()
     }
 
@@ -101,20 +108,30 @@ impl MemoryQueue {
     ) -> Result<(TicketState, UnixMs), BackendError> {
         let now = self.now(now);
         let state = self.with(event, |q| {
-            let score = if args.pre { args.score } else { args.seq as f64 };
+            let score = if args.pre {
+                args.score
+            } else {
+                args.seq as f64
+            };
             let key = (score.to_bits(), args.seq);
             if q.z.contains(&key) {
-                return TicketState::Waiting { ahead: q.z.range(..key).count() as u64 };
+                return TicketState::Waiting {
+                    ahead: q.z.range(..key).count() as u64,
+                };
             }
             if !args.pre {
                 let cursor = q.cursor.unwrap_or(0);
                 if args.seq > cursor {
-                    return TicketState::Waiting { ahead: q.z.len() as u64 + args.seq - cursor - 1 };
+                    return TicketState::Waiting {
+                        ahead: q.z.len() as u64 + args.seq - cursor - 1,
+                    };
                 }
             }
             match q.offers.get(&args.seq) {
                 Some(&expires_ms) if expires_ms > now => TicketState::Offered { expires_ms },
-                _ if q.claimed.contains(&args.seq) || q.pending.contains_key(&args.seq) => TicketState::Claimed,
+                _ if q.claimed.contains(&args.seq) || q.pending.contains_key(&args.seq) => {
+                    TicketState::Claimed
+                }
                 _ => TicketState::Lapsed,
             }
         });
@@ -140,7 +157,12 @@ impl MemoryQueue {
         }))
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64, now: Option<UnixMs>) -> Result<(), BackendError> {
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
         let now = self.now(now);
         self.with(event, |q| {
             q.claimed.insert(seq);
@@ -189,7 +211,10 @@ impl MemoryQueue {
                 let mut budget = slots.min(avail);
                 let expires = now + args.offer_ms;
                 let mut credit = q.credit;
-                while budget > 0 && (meter.check().is_ok() || credit.checked_sub(1).map(|c| credit = c).is_some()) {
+                while budget > 0
+                    && (meter.check().is_ok()
+                        || credit.checked_sub(1).map(|c| credit = c).is_some())
+                {
                     budget -= 1;
                     let seq = match q.z.pop_first() {
                         Some((_, seq)) => seq,

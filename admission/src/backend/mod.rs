@@ -128,7 +128,7 @@ pub(crate) fn tolerance_ms(rate_per_min: u32) -> i64 {
 
 pub(crate) enum Backend {
     Memory(memory::MemoryQueue),
-    Redis(redis::RedisQueue),
+    Redis(Box<redis::RedisQueue>),
 }
 
 macro_rules! dispatch {

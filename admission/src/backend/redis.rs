@@ -7,14 +7,17 @@ use redis::{RedisResult, Script};
 use serde::Deserialize;
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs, TickArgs,
-    TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
+    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::UnixMs;
 
 macro_rules! script {
     ($file:literal) => {
-        Script::new(concat!(include_str!("lua/prelude.lua"), include_str!(concat!("lua/", $file))))
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!(concat!("lua/", $file))
+        ))
     };
 }
 
@@ -35,13 +38,17 @@ struct Scripts {
 
 pub(crate) struct RedisQueue {
     conn: Conn,
+    /// For the pub/sub listener (single node; a Cluster relies on ticks alone).
+    client: Option<redis::Client>,
     scripts: Scripts,
 }
 
 /// The keys of one event, in the order the scripts' prelude names them.
 fn keys(event: &str) -> [String; 14] {
-    let names =
-        ["ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed", "grace", "credit"];
+    let names = [
+        "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
+        "grace", "credit",
+    ];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
 }
 
@@ -66,16 +73,22 @@ fn parse<T: for<'de> Deserialize<'de>>(reply: &str) -> Result<T, BackendError> {
 impl RedisQueue {
     /// `url`: one `redis://` URL, or several comma-separated = a Redis Cluster.
     pub(crate) async fn connect(url: &str) -> RedisResult<Self> {
-        let urls: Vec<&str> = url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
-        let conn = if urls.len() > 1 {
+        let urls: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let (conn, client) = if urls.len() > 1 {
             let client = redis::cluster::ClusterClient::new(urls)?;
-            Conn::Cluster(client.get_async_connection().await?)
+            (Conn::Cluster(client.get_async_connection().await?), None)
         } else {
             let client = redis::Client::open(url)?;
-            Conn::Single(ConnectionManager::new(client).await?)
+            let conn = Conn::Single(ConnectionManager::new(client.clone()).await?);
+            (conn, Some(client))
         };
         Ok(RedisQueue {
             conn,
+            client,
             scripts: Scripts {
                 join: script!("join.lua"),
                 ticket: script!("ticket.lua"),
@@ -109,13 +122,44 @@ impl RedisQueue {
         Ok(reply)
     }
 
+    /// News of other instances' ticks (every event's channel), if this is a single node.
+    pub(crate) async fn news(&self) -> Option<redis::aio::PubSubStream> {
+        let client = self.client.as_ref()?;
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.psubscribe("{fg:*}:news").await?;
+            RedisResult::Ok(pubsub.into_on_message())
+        };
+        match subscribed.await {
+            Ok(stream) => Some(stream),
+            Err(error) => {
+                tracing::warn!(%error, "pub/sub unavailable; ticks alone carry the news");
+                None
+            }
+        }
+    }
+
+    /// `INCR` of the join sequence alone (see `Admission::fast_join`).
+    pub(crate) async fn incr_seq(&self, event: &str) -> Result<u64, BackendError> {
+        let mut cmd = redis::cmd("INCR");
+        cmd.arg(format!("{{fg:{event}}}:seq"));
+        Ok(match self.conn.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await?,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await?,
+        })
+    }
+
     pub(crate) async fn join(
         &self,
         event: &str,
         args: JoinArgs<'_>,
         now: Option<UnixMs>,
     ) -> Result<JoinOutcome, BackendError> {
-        let argv = [args.opens_at_ms.to_string(), args.key.unwrap_or("").to_owned(), args.pre_score.to_string()];
+        let argv = [
+            args.opens_at_ms.to_string(),
+            args.key.unwrap_or("").to_owned(),
+            args.pre_score.to_string(),
+        ];
         parse(&self.run(&self.scripts.join, event, now, &argv).await?)
     }
 
@@ -162,7 +206,11 @@ impl RedisQueue {
             r: String,
         }
         let argv = [seq.to_string(), CLAIM_SLOT_MS.to_string()];
-        let r: Reply = parse(&self.run(&self.scripts.claim_start, event, now, &argv).await?)?;
+        let r: Reply = parse(
+            &self
+                .run(&self.scripts.claim_start, event, now, &argv)
+                .await?,
+        )?;
         Ok(match r.r.as_str() {
             "moved" => ClaimStart::Moved,
             "claimed" => ClaimStart::Claimed,
@@ -170,9 +218,16 @@ impl RedisQueue {
         })
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64, now: Option<UnixMs>) -> Result<(), BackendError> {
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
         let argv = [seq.to_string(), CLAIM_SETTLE_MS.to_string()];
-        self.run(&self.scripts.claim_done, event, now, &argv).await.map(|_| ())
+        self.run(&self.scripts.claim_done, event, now, &argv)
+            .await
+            .map(|_| ())
     }
 
     pub(crate) async fn tick(
@@ -207,7 +262,10 @@ impl RedisQueue {
             .offered
             .split(',')
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<u64>().map_err(|e| BackendError::Reply(e.to_string())))
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_err(|e| BackendError::Reply(e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if !offered.is_empty() {
             self.publish(event, r.served).await;

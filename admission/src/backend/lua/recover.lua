@@ -3,7 +3,9 @@
 if ep then return cjson.encode({created = false}) end
 redis.call('SET', K.seq, ARGV[3])
 redis.call('SET', K.served, ARGV[4])
-redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])))
+if tonumber(ARGV[5]) > 0 then
+  redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])))
+end
 if now >= tonumber(ARGV[6]) then redis.call('SET', K.cur, ARGV[3]) end
 redis.call('SET', K.ep, ARGV[2])
 return cjson.encode({created = true})

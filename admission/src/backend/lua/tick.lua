@@ -26,16 +26,24 @@ local seqn = num(K.seq)
 local cur = num(K.cur)
 local zc = redis.call('ZCARD', K.z)
 local open = redis.call('ZCARD', K.offers) + redis.call('ZCARD', K.pending)
+local grace = num(K.grace)
+-- A grace that is over is forgotten, so a later clock step back cannot revive it.
+if grace > 0 and now >= grace then redis.call('DEL', K.grace); grace = 0 end
 local slots = max_active - active - open
 local avail = zc + seqn - cur
 -- After a loss, offers wait out the reconnect grace so returning tokens are not overtaken.
-if opened and not hold and now >= num(K.grace) and rate > 0 and slots > 0 and avail > 0 then
+if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0 then
   -- GCRA on Redis's clock. tat is clamped to [now, now + tol + interval]: idle time earns no
   -- burst, and a clock that steps back (failover to a replica) cannot stall the meter.
   local interval = 60000 / rate
   local tat = tonumber(redis.call('GET', K.tat) or now)
   if tat < now then tat = now end
-  if tat > now + tol + interval then tat = now + tol + interval end
+  if tat > now + tol + interval then
+    -- Beyond any wait the meter itself could have set: the clock stepped back. Persist the
+    -- clamp, or every later tick would find the same far-future tat.
+    tat = now + tol + interval
+    redis.call('SET', K.tat, string.format('%.3f', tat))
+  end
   local k = 0
   if tat <= now + tol then k = math.floor((now + tol - tat) / interval) + 1 end
   k = math.min(k, slots, avail)

@@ -1,0 +1,145 @@
+//! A buyer's turn: where a token stands (status) and turning an offer into a session (claim).
+
+use crate::admission::{Admission, Admitted, ms};
+use crate::backend::{BackendError, ClaimStart, TicketArgs, TicketState};
+use crate::clock::UnixMs;
+use crate::db::{Control, SessionRecord};
+use crate::error::AdmissionError;
+use crate::fairness;
+use crate::snapshot::EventState;
+use crate::status::{self, QueueStatus, Status};
+use crate::token::QueueClaims;
+
+impl Admission {
+    async fn ticket_state(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<(TicketState, UnixMs), AdmissionError> {
+        let score = fairness::pre_score(&control.seed, &claims.ticket_id);
+        let args = || TicketArgs {
+            seq: claims.seq,
+            pre: claims.pre_queue,
+            score,
+            epoch: &claims.epoch,
+        };
+        let now = self.inner.cfg.clock.script_now();
+        match self.inner.backend.ticket(&claims.event, args(), now).await {
+            Err(BackendError::Lost) => {
+                self.recover(&claims.event, control).await?;
+                Ok(self
+                    .inner
+                    .backend
+                    .ticket(&claims.event, args(), now)
+                    .await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Where this token stands now. Also re-registers a place Redis lost.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn status(&self, claims: &QueueClaims) -> Result<Status, AdmissionError> {
+        let control = self.control(&claims.event).await?;
+        let snap = self.handle(&claims.event).feed.borrow().clone();
+        if control.closed || snap.state == EventState::Closed {
+            return Ok(status::build(QueueStatus::Closed, None, None, None));
+        }
+        let (state, now) = self.ticket_state(claims, &control).await?;
+        Ok(match state {
+            TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
+            TicketState::Lapsed => status::build(QueueStatus::OfferLapsed, None, None, None),
+            TicketState::Offered { expires_ms } => {
+                let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
+                status::build(QueueStatus::Offered, Some(0), None, Some(left))
+            }
+            TicketState::Waiting { ahead } => {
+                let s = if now < ms(control.opens_at) {
+                    QueueStatus::PreQueue
+                } else {
+                    match snap.state {
+                        EventState::SoldOut => QueueStatus::SoldOut,
+                        EventState::Paused => QueueStatus::Paused,
+                        _ if control.paused => QueueStatus::Paused,
+                        _ => QueueStatus::Waiting,
+                    }
+                };
+                let outflow = (s == QueueStatus::Waiting)
+                    .then_some(snap.outflow_per_min)
+                    .flatten();
+                status::build(s, Some(ahead), outflow, None)
+            }
+        })
+    }
+
+    /// Turns an open offer into a durable session and its admission token. Claiming again
+    /// returns the same session.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn claim(&self, claims: &QueueClaims) -> Result<Admitted, AdmissionError> {
+        let event = claims.event.as_str();
+        let control = self.control(event).await?;
+        if control.closed {
+            return Err(AdmissionError::QueueClosed);
+        }
+        let now = self.inner.cfg.clock.script_now();
+        let start = match self.inner.backend.claim_start(event, claims.seq, now).await {
+            Err(BackendError::Lost) => {
+                self.recover(event, &control).await?;
+                self.inner
+                    .backend
+                    .claim_start(event, claims.seq, now)
+                    .await?
+            }
+            other => other?,
+        };
+        let db = &self.inner.db;
+        let session = match start {
+            ClaimStart::Moved | ClaimStart::Claimed => {
+                let s = db
+                    .open_session(event, &claims.ticket_id, claims.seq, control.session_s)
+                    .await?;
+                match self.inner.backend.claim_done(event, claims.seq, now).await {
+                    Ok(()) | Err(BackendError::Lost) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                s
+            }
+            ClaimStart::NotOffered => match db.session(event, &claims.ticket_id).await? {
+                // Redis forgot the claim (a loss); the database did not.
+                Some(s) => s,
+                None => return Err(self.refusal(claims, &control).await?),
+            },
+        };
+        self.admitted(event, session)
+    }
+
+    async fn refusal(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<AdmissionError, AdmissionError> {
+        let (state, _) = self.ticket_state(claims, control).await?;
+        let snap_state = self.handle(&claims.event).feed.borrow().state;
+        Ok(match state {
+            TicketState::Lapsed => AdmissionError::OfferLapsed,
+            _ if snap_state == EventState::SoldOut => AdmissionError::SoldOut,
+            _ if control.paused => AdmissionError::QueuePaused,
+            _ => AdmissionError::NotYourTurn,
+        })
+    }
+
+    fn admitted(&self, event: &str, s: SessionRecord) -> Result<Admitted, AdmissionError> {
+        let admission_token = self.inner.cfg.keys.sign_admission(
+            event,
+            &s.session_id,
+            &s.ticket_id,
+            self.now(),
+            s.expires_at.unix_timestamp(),
+        )?;
+        Ok(Admitted {
+            admission_token,
+            session_id: s.session_id,
+            session_expires_at: s.expires_at,
+        })
+    }
+}
