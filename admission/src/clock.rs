@@ -17,14 +17,24 @@ pub struct Clock(Kind);
 
 #[derive(Clone, Debug)]
 enum Kind {
-    Monotonic { base_ms: UnixMs, base: tokio::time::Instant },
-    Manual { now_ms: Arc<AtomicI64>, base_ms: UnixMs, base_std: std::time::Instant },
+    Monotonic {
+        base_ms: UnixMs,
+        base: tokio::time::Instant,
+    },
+    Manual {
+        now_ms: Arc<AtomicI64>,
+        base_ms: UnixMs,
+        base_std: std::time::Instant,
+    },
 }
 
 impl Clock {
     /// Wall clock at creation plus tokio's monotonic time since (paused time steers it).
     pub fn system() -> Self {
-        let base_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as UnixMs).unwrap_or_default();
+        let base_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as UnixMs)
+            .unwrap_or_default();
         let base = tokio::time::Instant::now();
         Clock(Kind::Monotonic { base_ms, base })
     }
@@ -83,7 +93,11 @@ impl governor::clock::Clock for Clock {
     fn now(&self) -> std::time::Instant {
         match &self.0 {
             Kind::Monotonic { .. } => tokio::time::Instant::now().into_std(),
-            Kind::Manual { now_ms, base_ms, base_std } => {
+            Kind::Manual {
+                now_ms,
+                base_ms,
+                base_std,
+            } => {
                 let ms = (now_ms.load(Ordering::SeqCst) - base_ms).max(0) as u64;
                 *base_std + Duration::from_millis(ms)
             }

@@ -79,7 +79,8 @@ pub trait AdmissionDb: Send + Sync + 'static {
     /// The ticket's session, if it was ever claimed.
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError>;
     /// Records the end of a session (confirmed, released, expired, abandoned); idempotent.
-    async fn end_session(&self, event: &str, session_id: &str, reason: &str) -> Result<(), DbError>;
+    async fn end_session(&self, event: &str, session_id: &str, reason: &str)
+    -> Result<(), DbError>;
     /// Sessions not ended and not past `expires_at`: the slots in use.
     async fn active_sessions(&self, event: &str) -> Result<u64, DbError>;
     /// Sessions ever opened: the served counter's floor after a Redis loss.

@@ -79,7 +79,11 @@ macro_rules! storage_from {
         }
     )*};
 }
-storage_from!(redis::RedisError, crate::db::DbError, jsonwebtoken::errors::Error);
+storage_from!(
+    redis::RedisError,
+    crate::db::DbError,
+    jsonwebtoken::errors::Error
+);
 
 impl From<StorageError> for AdmissionError {
     fn from(e: StorageError) -> Self {

@@ -23,7 +23,8 @@ pub fn seed_commitment(seed: &str) -> String {
 /// The ticket's key in the pre-queue permutation.
 pub fn rank_key(seed: &str, ticket: &str) -> [u8; 32] {
     // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(seed.as_bytes()).expect("HMAC-SHA256 takes keys of any length");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(seed.as_bytes())
+        .expect("HMAC-SHA256 takes keys of any length");
     mac.update(ticket.as_bytes());
     mac.finalize().into_bytes().into()
 }
@@ -39,7 +40,10 @@ pub(crate) fn pre_score(seed: &str, ticket: &str) -> f64 {
 
 /// The pre-queue order the revealed seed implies: anyone can run this to check the offers.
 pub fn pre_queue_order<'a>(seed: &str, tickets: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut keyed: Vec<([u8; 32], &str)> = tickets.into_iter().map(|t| (rank_key(seed, t), t)).collect();
+    let mut keyed: Vec<([u8; 32], &str)> = tickets
+        .into_iter()
+        .map(|t| (rank_key(seed, t), t))
+        .collect();
     keyed.sort();
     keyed.into_iter().map(|(_, t)| t).collect()
 }
@@ -50,7 +54,10 @@ mod tests {
 
     #[test]
     fn commitment_is_sha256_hex_of_the_seed() {
-        assert_eq!(seed_commitment("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            seed_commitment("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]

@@ -22,8 +22,8 @@ pub(crate) struct JoinLimiter {
 impl JoinLimiter {
     /// `per_min == 0` disables the limit.
     pub(crate) fn new(per_min: u32, clock: Clock) -> Self {
-        let limiter =
-            NonZeroU32::new(per_min).map(|n| RateLimiter::hashmap_with_clock(Quota::per_minute(n), clock.clone()));
+        let limiter = NonZeroU32::new(per_min)
+            .map(|n| RateLimiter::hashmap_with_clock(Quota::per_minute(n), clock.clone()));
         JoinLimiter { clock, limiter }
     }
 
@@ -32,9 +32,12 @@ impl JoinLimiter {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
-        limiter
-            .check_key(&addr)
-            .map_err(|not_until| not_until.wait_time_from(self.clock.now()).as_secs().saturating_add(1))
+        limiter.check_key(&addr).map_err(|not_until| {
+            not_until
+                .wait_time_from(self.clock.now())
+                .as_secs()
+                .saturating_add(1)
+        })
     }
 
     /// Keyed state never evicts by itself: drop addresses whose bucket has refilled.

@@ -95,10 +95,17 @@ impl Admission {
             due
         };
         if due {
-            let cp = Checkpoint { epoch: out.epoch, join_seq: out.seq, served: out.served };
+            let cp = Checkpoint {
+                epoch: out.epoch,
+                join_seq: out.seq,
+                served: out.served,
+            };
             db.save_checkpoint(event, &cp).await?;
         }
-        Ok(TickReport { offered: out.offered, snapshot })
+        Ok(TickReport {
+            offered: out.offered,
+            snapshot,
+        })
     }
 
     /// Redis came back empty (or this event is new there): restore the join sequence past the
@@ -119,13 +126,23 @@ impl Admission {
         let epoch = uuid::Uuid::new_v4().simple().to_string();
         let args = RecoverArgs {
             epoch: &epoch,
-            seq_floor: checkpoint.as_ref().map_or(0, |c| c.join_seq + cfg.recovery_margin),
+            seq_floor: checkpoint
+                .as_ref()
+                .map_or(0, |c| c.join_seq + cfg.recovery_margin),
             served_floor: checkpoint.as_ref().map_or(0, |c| c.served).max(admitted),
             // A first start has nobody to wait for.
-            grace_ms: if checkpoint.is_some() { cfg.reconnect_grace.as_millis() as i64 } else { 0 },
+            grace_ms: if checkpoint.is_some() {
+                cfg.reconnect_grace.as_millis() as i64
+            } else {
+                0
+            },
             opens_at_ms: ms(control.opens_at),
         };
-        let created = self.inner.backend.recover(event, args, cfg.clock.script_now()).await?;
+        let created = self
+            .inner
+            .backend
+            .recover(event, args, cfg.clock.script_now())
+            .await?;
         if created && checkpoint.is_some() {
             tracing::warn!(event, "queue state was lost; recovered from the checkpoint");
             // The new epoch must be checkpointed before the next loss can be told apart.

@@ -73,7 +73,11 @@ impl Outflow {
             self.samples.clear();
         }
         self.samples.push_back((at_ms, served));
-        while self.samples.front().is_some_and(|&(t, _)| at_ms - t > WINDOW_MS) {
+        while self
+            .samples
+            .front()
+            .is_some_and(|&(t, _)| at_ms - t > WINDOW_MS)
+        {
             self.samples.pop_front();
         }
         let &(t0, s0) = self.samples.front()?;

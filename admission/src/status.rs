@@ -52,7 +52,11 @@ pub(crate) fn wait_estimate(
 ) -> Option<(u64, u64, u64)> {
     let per_s = outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
     let point = (position as f64 + 1.0) / per_s;
-    Some((point.ceil() as u64, (point * 0.8).floor() as u64, (point * 1.25).ceil() as u64))
+    Some((
+        point.ceil() as u64,
+        (point * 0.8).floor() as u64,
+        (point * 1.25).ceil() as u64,
+    ))
 }
 
 /// Poll interval: near the front ask often, far back rarely (polls are answered from cache but

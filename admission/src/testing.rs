@@ -35,7 +35,10 @@ pub struct MemoryDb {
 
 impl MemoryDb {
     pub fn new(clock: Clock) -> Self {
-        MemoryDb { clock, state: Mutex::new(State::default()) }
+        MemoryDb {
+            clock,
+            state: Mutex::new(State::default()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -56,7 +59,9 @@ impl MemoryDb {
     }
 
     pub fn set_availability(&self, event: &str, availability: Availability) {
-        self.lock().availability.insert(event.to_owned(), availability);
+        self.lock()
+            .availability
+            .insert(event.to_owned(), availability);
     }
 
     /// Every session ever opened for the event: (ticket, session id).
@@ -86,7 +91,8 @@ pub fn control(opens_at: OffsetDateTime, seed: &str) -> Control {
 }
 
 fn at(ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 #[async_trait]
@@ -118,17 +124,25 @@ impl AdmissionDb for MemoryDb {
                 (s, true)
             }
         };
-        Ok(SessionRecord { session_id: s.id, ticket_id: s.ticket, expires_at: at(s.expires_ms), created })
+        Ok(SessionRecord {
+            session_id: s.id,
+            ticket_id: s.ticket,
+            expires_at: at(s.expires_ms),
+            created,
+        })
     }
 
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {
         let st = self.lock();
-        Ok(st.sessions.get(&(event.to_owned(), ticket.to_owned())).map(|s| SessionRecord {
-            session_id: s.id.clone(),
-            ticket_id: s.ticket.clone(),
-            expires_at: at(s.expires_ms),
-            created: false,
-        }))
+        Ok(st
+            .sessions
+            .get(&(event.to_owned(), ticket.to_owned()))
+            .map(|s| SessionRecord {
+                session_id: s.id.clone(),
+                ticket_id: s.ticket.clone(),
+                expires_at: at(s.expires_ms),
+                created: false,
+            }))
     }
 
     async fn end_session(&self, event: &str, session_id: &str, _: &str) -> Result<(), DbError> {
@@ -144,7 +158,11 @@ impl AdmissionDb for MemoryDb {
     async fn active_sessions(&self, event: &str) -> Result<u64, DbError> {
         let now = self.clock.now_ms();
         let st = self.lock();
-        Ok(st.sessions.iter().filter(|((e, _), s)| e == event && !s.ended && s.expires_ms > now).count() as u64)
+        Ok(st
+            .sessions
+            .iter()
+            .filter(|((e, _), s)| e == event && !s.ended && s.expires_ms > now)
+            .count() as u64)
     }
 
     async fn admitted_total(&self, event: &str) -> Result<u64, DbError> {
@@ -166,6 +184,14 @@ impl AdmissionDb for MemoryDb {
     }
 
     async fn availability(&self, event: &str) -> Result<Availability, DbError> {
-        Ok(self.lock().availability.get(event).copied().unwrap_or(Availability { available: 1, held_or_paying: 0 }))
+        Ok(self
+            .lock()
+            .availability
+            .get(event)
+            .copied()
+            .unwrap_or(Availability {
+                available: 1,
+                held_or_paying: 0,
+            }))
     }
 }

@@ -101,7 +101,10 @@ struct OwnRedis {
 
 impl OwnRedis {
     fn start() -> OwnRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -116,7 +119,10 @@ impl OwnRedis {
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server (Debian package redis-server) must be installed");
-        OwnRedis { child, url: format!("redis://127.0.0.1:{port}") }
+        OwnRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+        }
     }
 }
 
@@ -202,7 +208,12 @@ async fn flushall_mid_queue_recovers() {
     // Returning tokens re-register during the grace period; no offers meanwhile.
     for j in &before {
         let st = h.adm.status(&j.claims).await.expect("status");
-        assert!(matches!(st.status, QueueStatus::Waiting | QueueStatus::PreQueue), "{:?} {:?}", j.claims.seq, st);
+        assert!(
+            matches!(st.status, QueueStatus::Waiting | QueueStatus::PreQueue),
+            "{:?} {:?}",
+            j.claims.seq,
+            st
+        );
     }
     let later = h.join_n(20).await;
     assert!(

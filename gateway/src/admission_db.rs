@@ -20,7 +20,8 @@ fn event_id(event: &str) -> Result<EventId, DbError> {
 }
 
 fn at_ms(ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 fn record(session: reservation::Session, created: bool) -> SessionRecord {
@@ -39,8 +40,17 @@ fn count(n: i64) -> u64 {
 #[async_trait]
 impl AdmissionDb for StoreAdmissionDb {
     async fn control(&self, event: &str) -> Result<Option<Control>, DbError> {
-        let Ok(event) = event.parse::<EventId>() else { return Ok(None) };
-        let Some(c) = self.store.admission_control(&event).await.map_err(db_error)? else { return Ok(None) };
+        let Ok(event) = event.parse::<EventId>() else {
+            return Ok(None);
+        };
+        let Some(c) = self
+            .store
+            .admission_control(&event)
+            .await
+            .map_err(db_error)?
+        else {
+            return Ok(None);
+        };
         let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
         Ok(Some(Control {
             rate_per_min: clamp(c.rate_per_min),
@@ -65,8 +75,11 @@ impl AdmissionDb for StoreAdmissionDb {
         let ticket_id = ticket.parse::<TicketId>().map_err(db_error)?;
         let event = event_id(event)?;
         let place = i64::try_from(place).ok();
-        let session =
-            self.store.open_session(&event, &ticket_id, place, i64::from(session_s)).await.map_err(db_error)?;
+        let session = self
+            .store
+            .open_session(&event, &ticket_id, place, i64::from(session_s))
+            .await
+            .map_err(db_error)?;
         // The row is ours if it was created within this call; a second claim finds an older one.
         let created = session.queue_place == place && session.ended_at_ms.is_none();
         Ok(record(session, created))
@@ -74,11 +87,20 @@ impl AdmissionDb for StoreAdmissionDb {
 
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {
         let ticket_id = ticket.parse::<TicketId>().map_err(db_error)?;
-        let found = self.store.session_of_ticket(&event_id(event)?, &ticket_id).await.map_err(db_error)?;
+        let found = self
+            .store
+            .session_of_ticket(&event_id(event)?, &ticket_id)
+            .await
+            .map_err(db_error)?;
         Ok(found.map(|s| record(s, false)))
     }
 
-    async fn end_session(&self, _event: &str, session_id: &str, reason: &str) -> Result<(), DbError> {
+    async fn end_session(
+        &self,
+        _event: &str,
+        session_id: &str,
+        reason: &str,
+    ) -> Result<(), DbError> {
         let session = session_id.parse::<SessionId>().map_err(db_error)?;
         match self.store.end_session(&session, reason).await {
             Ok(_) | Err(reservation::Error::SessionNotFound) => Ok(()),
@@ -87,16 +109,34 @@ impl AdmissionDb for StoreAdmissionDb {
     }
 
     async fn active_sessions(&self, event: &str) -> Result<u64, DbError> {
-        Ok(count(self.store.active_sessions(&event_id(event)?).await.map_err(db_error)?))
+        Ok(count(
+            self.store
+                .active_sessions(&event_id(event)?)
+                .await
+                .map_err(db_error)?,
+        ))
     }
 
     async fn admitted_total(&self, event: &str) -> Result<u64, DbError> {
-        Ok(count(self.store.admitted_total(&event_id(event)?).await.map_err(db_error)?))
+        Ok(count(
+            self.store
+                .admitted_total(&event_id(event)?)
+                .await
+                .map_err(db_error)?,
+        ))
     }
 
     async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError> {
-        let found = self.store.load_checkpoint(&event_id(event)?).await.map_err(db_error)?;
-        Ok(found.map(|c| Checkpoint { epoch: c.epoch, join_seq: count(c.join_seq), served: count(c.served) }))
+        let found = self
+            .store
+            .load_checkpoint(&event_id(event)?)
+            .await
+            .map_err(db_error)?;
+        Ok(found.map(|c| Checkpoint {
+            epoch: c.epoch,
+            join_seq: count(c.join_seq),
+            served: count(c.served),
+        }))
     }
 
     async fn save_checkpoint(&self, event: &str, checkpoint: &Checkpoint) -> Result<(), DbError> {
@@ -105,11 +145,21 @@ impl AdmissionDb for StoreAdmissionDb {
             join_seq: i64::try_from(checkpoint.join_seq).unwrap_or(i64::MAX),
             served: i64::try_from(checkpoint.served).unwrap_or(i64::MAX),
         };
-        self.store.save_checkpoint(&event_id(event)?, &saved).await.map_err(db_error)
+        self.store
+            .save_checkpoint(&event_id(event)?, &saved)
+            .await
+            .map_err(db_error)
     }
 
     async fn availability(&self, event: &str) -> Result<Availability, DbError> {
-        let a = self.store.seat_availability(&event_id(event)?).await.map_err(db_error)?;
-        Ok(Availability { available: count(a.available), held_or_paying: count(a.held_or_paying) })
+        let a = self
+            .store
+            .seat_availability(&event_id(event)?)
+            .await
+            .map_err(db_error)?;
+        Ok(Availability {
+            available: count(a.available),
+            held_or_paying: count(a.held_or_paying),
+        })
     }
 }

@@ -17,9 +17,15 @@ use crate::state::AppState;
 pub const RECEIPT_HEADER: &str = "floodgate-receipt";
 
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 /// The `event` claim of a token, read WITHOUT verifying it: only to choose which event's
@@ -39,20 +45,25 @@ pub struct Admitted {
 }
 
 /// Checks the admission token of the request; `event` is the path's event when it has one.
-pub fn admitted(state: &AppState, headers: &HeaderMap, event: Option<&str>) -> Result<Admitted, Problem> {
+pub fn admitted(
+    state: &AppState,
+    headers: &HeaderMap,
+    event: Option<&str>,
+) -> Result<Admitted, Problem> {
     let token = bearer(headers);
     let event = match (event, token) {
         (Some(event), _) => event.to_owned(),
-        (None, Some(token)) => {
-            peek_event(token).ok_or(AdmissionError::TokenInvalid(admission::InvalidToken::Malformed))?
-        }
+        (None, Some(token)) => peek_event(token).ok_or(AdmissionError::TokenInvalid(
+            admission::InvalidToken::Malformed,
+        ))?,
         (None, None) => return Err(AdmissionError::TokenMissing.into()),
     };
     let claims = state.admission.verify_admission_token(&event, token)?;
-    let session = claims
-        .session_id
-        .parse::<SessionId>()
-        .map_err(|_| Problem::from(AdmissionError::TokenInvalid(admission::InvalidToken::Malformed)))?;
+    let session = claims.session_id.parse::<SessionId>().map_err(|_| {
+        Problem::from(AdmissionError::TokenInvalid(
+            admission::InvalidToken::Malformed,
+        ))
+    })?;
     Ok(Admitted { claims, session })
 }
 
@@ -63,18 +74,31 @@ pub fn queued(state: &AppState, event: &str, token: Option<&str>) -> Result<Queu
 
 /// Is this bearer one of the organizer keys? Compared as hashes, in constant time.
 pub fn organizer(state: &AppState, headers: &HeaderMap) -> Result<(), Problem> {
-    let presented = bearer(headers).map(hash_key).ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
+    let presented = bearer(headers)
+        .map(hash_key)
+        .ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
     let matched = state
         .settings
         .organizer_key_hashes
         .iter()
-        .fold(subtle::Choice::from(0), |found, known| found | known.ct_eq(&presented));
-    if bool::from(matched) { Ok(()) } else { Err(Problem::unauthorized("wrong organizer key")) }
+        .fold(subtle::Choice::from(0), |found, known| {
+            found | known.ct_eq(&presented)
+        });
+    if bool::from(matched) {
+        Ok(())
+    } else {
+        Err(Problem::unauthorized("wrong organizer key"))
+    }
 }
 
 /// The receipt key of the request, if any.
 pub fn receipt(headers: &HeaderMap) -> Option<&str> {
-    headers.get(RECEIPT_HEADER)?.to_str().ok().map(str::trim).filter(|k| !k.is_empty())
+    headers
+        .get(RECEIPT_HEADER)?
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
 }
 
 #[cfg(test)]
@@ -96,7 +120,10 @@ mod tests {
     #[test]
     fn peek_reads_the_event_claim_only_from_well_formed_tokens() {
         let payload = URL_SAFE_NO_PAD.encode(br#"{"event":"demo"}"#);
-        assert_eq!(peek_event(&format!("h.{payload}.s")).as_deref(), Some("demo"));
+        assert_eq!(
+            peek_event(&format!("h.{payload}.s")).as_deref(),
+            Some("demo")
+        );
         assert_eq!(peek_event("garbage"), None);
     }
 }

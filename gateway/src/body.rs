@@ -16,13 +16,18 @@ pub fn parse<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T
         let json = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
         if !json {
             return Err(Problem::bad_request("the body must be application/json"));
         }
     }
     let bytes: &[u8] = if body.is_empty() { b"{}" } else { body };
-    serde_json::from_slice(bytes).map_err(|error| Problem::bad_request(format!("invalid JSON body: {error}")))
+    serde_json::from_slice(bytes)
+        .map_err(|error| Problem::bad_request(format!("invalid JSON body: {error}")))
 }
 
 pub fn hash(body: &Bytes) -> String {

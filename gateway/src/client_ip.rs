@@ -19,7 +19,11 @@ pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &[IpNet]) -> Ip
         .flat_map(|value| value.split(','))
         .filter_map(|part| part.trim().parse::<IpAddr>().ok())
         .collect::<Vec<_>>();
-    forwarded.into_iter().rev().find(|ip| !is_trusted(*ip, trusted)).unwrap_or(peer_ip)
+    forwarded
+        .into_iter()
+        .rev()
+        .find(|ip| !is_trusted(*ip, trusted))
+        .unwrap_or(peer_ip)
 }
 
 fn is_trusted(ip: IpAddr, trusted: &[IpNet]) -> bool {

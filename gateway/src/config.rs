@@ -8,7 +8,10 @@ use clap::Parser;
 use ipnet::IpNet;
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "gateway", about = "Floodgate: a virtual waiting room in front of a reservation core")]
+#[command(
+    name = "gateway",
+    about = "Floodgate: a virtual waiting room in front of a reservation core"
+)]
 pub struct Config {
     /// Address to serve on (`127.0.0.1:0` picks a free port and logs it).
     #[arg(long, env = "FLOODGATE_LISTEN", default_value = "127.0.0.1:8080")]
@@ -65,7 +68,8 @@ pub struct Config {
 
 impl Config {
     pub fn demo_enabled(&self) -> bool {
-        self.demo.unwrap_or_else(|| self.database_url.starts_with("sqlite:"))
+        self.demo
+            .unwrap_or_else(|| self.database_url.starts_with("sqlite:"))
     }
 }
 
@@ -104,7 +108,10 @@ mod tests {
     fn secrets_never_show_in_debug() {
         let config = Config::parse_from(["gateway", "--organizer-key", "hunter2"]);
         assert!(!format!("{config:?}").contains("hunter2"));
-        assert_eq!(config.organizer_key.as_ref().map(Secret::expose), Some("hunter2"));
+        assert_eq!(
+            config.organizer_key.as_ref().map(Secret::expose),
+            Some("hunter2")
+        );
     }
 
     #[test]
@@ -113,7 +120,13 @@ mod tests {
         assert!(sqlite.demo_enabled());
         let pg = Config::parse_from(["gateway", "--database-url", "postgres://h/db"]);
         assert!(!pg.demo_enabled());
-        let forced = Config::parse_from(["gateway", "--database-url", "postgres://h/db", "--demo", "true"]);
+        let forced = Config::parse_from([
+            "gateway",
+            "--database-url",
+            "postgres://h/db",
+            "--demo",
+            "true",
+        ]);
         assert!(forced.demo_enabled());
     }
 }

@@ -26,10 +26,14 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    for (section, rows, per_row, price_cents) in
-        [("Floor", 6, 20, 12_000), ("Balcony", 8, 16, 7_500), ("Gallery", 4, 12, 4_500)]
-    {
-        store.generate_seats(&event, section, rows, per_row, price_cents).await?;
+    for (section, rows, per_row, price_cents) in [
+        ("Floor", 6, 20, 12_000),
+        ("Balcony", 8, 16, 7_500),
+        ("Gallery", 4, 12, 4_500),
+    ] {
+        store
+            .generate_seats(&event, section, rows, per_row, price_cents)
+            .await?;
     }
     tracing::info!(event = DEMO_EVENT, "demo event seeded");
     Ok(())

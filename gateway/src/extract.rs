@@ -29,14 +29,21 @@ where
 
 fn json_problem(rejection: &JsonRejection) -> Problem {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "the body is over 64 KiB");
+        return Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "bad_request",
+            "the body is over 64 KiB",
+        );
     }
     Problem::bad_request(rejection.body_text())
 }
 
 /// Is `s` an id as API.md allows in paths: `[A-Za-z0-9._-]{1,64}`?
 pub fn is_valid_id(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// One id taken from the path, validated against API.md's id pattern.
@@ -46,10 +53,15 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::extract::Path(id) = axum::extract::Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|rejection: PathRejection| Problem::bad_request(rejection.body_text()))?;
-        if is_valid_id(&id) { Ok(Self(id)) } else { Err(Problem::bad_request("ids match [A-Za-z0-9._-]{1,64}")) }
+        let axum::extract::Path(id) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|rejection: PathRejection| Problem::bad_request(rejection.body_text()))?;
+        if is_valid_id(&id) {
+            Ok(Self(id))
+        } else {
+            Err(Problem::bad_request("ids match [A-Za-z0-9._-]{1,64}"))
+        }
     }
 }
 

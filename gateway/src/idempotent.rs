@@ -21,12 +21,17 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
     match headers.get(HEADER) {
         None => Ok(None),
         Some(value) => {
-            let key = value.to_str().map_err(|_| Problem::bad_request("Idempotency-Key is not text"))?;
-            let ok = key.len() <= 255 && !key.is_empty() && key.bytes().all(|b| b.is_ascii_graphic());
+            let key = value
+                .to_str()
+                .map_err(|_| Problem::bad_request("Idempotency-Key is not text"))?;
+            let ok =
+                key.len() <= 255 && !key.is_empty() && key.bytes().all(|b| b.is_ascii_graphic());
             if ok {
                 Ok(Some(key.to_owned()))
             } else {
-                Err(Problem::bad_request("Idempotency-Key must be 1-255 printable characters"))
+                Err(Problem::bad_request(
+                    "Idempotency-Key must be 1-255 printable characters",
+                ))
             }
         }
     }
@@ -45,16 +50,24 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<(StatusCode, Value), Problem>>,
 {
-    debug_assert!(route.split(':').all(|part| part.is_empty() || is_valid_id(part)));
+    debug_assert!(
+        route
+            .split(':')
+            .all(|part| part.is_empty() || is_valid_id(part))
+    );
     let Some(key) = key else {
         let (status, body) = work().await?;
         return Ok((status, axum::Json(body)).into_response());
     };
-    match state.store.idempotency_begin(scope, route, key, body_hash).await? {
+    match state
+        .store
+        .idempotency_begin(scope, route, key, body_hash)
+        .await?
+    {
         Idempotency::Replay { status, body } => Ok(replay(status, body)),
-        Idempotency::InFlight => {
-            Err(Problem::overloaded("the first request with this Idempotency-Key is still running"))
-        }
+        Idempotency::InFlight => Err(Problem::overloaded(
+            "the first request with this Idempotency-Key is still running",
+        )),
         Idempotency::New => {
             let (status, body) = match work().await {
                 Ok(done) => done,
@@ -62,7 +75,10 @@ where
                 Err(problem) if problem.status.is_client_error() => {
                     let stored = problem.clone().into_response();
                     let text = problem.body().to_string();
-                    state.store.idempotency_complete(scope, route, key, problem.status.as_u16(), &text).await?;
+                    state
+                        .store
+                        .idempotency_complete(scope, route, key, problem.status.as_u16(), &text)
+                        .await?;
                     return Ok(stored);
                 }
                 Err(problem) => {
@@ -73,7 +89,10 @@ where
                     return Err(problem);
                 }
             };
-            state.store.idempotency_complete(scope, route, key, status.as_u16(), &body.to_string()).await?;
+            state
+                .store
+                .idempotency_complete(scope, route, key, status.as_u16(), &body.to_string())
+                .await?;
             Ok((status, axum::Json(body)).into_response())
         }
     }
@@ -81,9 +100,17 @@ where
 
 fn replay(status: u16, body: String) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    let content_type = if status.is_success() { "application/json" } else { "application/problem+json" };
+    let content_type = if status.is_success() {
+        "application/json"
+    } else {
+        "application/problem+json"
+    };
     let mut response = (status, body).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+        .headers_mut()
+        .insert("idempotent-replayed", HeaderValue::from_static("true"));
     response
 }

@@ -58,13 +58,16 @@ pub async fn run(
     let app = router(state);
     tracing::info!(addr = %listener.local_addr()?, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();
-    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Sockets hear `reconnect` and close; background loops finish their step.
-            stop.cancel();
-        })
-        .await;
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        // Sockets hear `reconnect` and close; background loops finish their step.
+        stop.cancel();
+    })
+    .await;
     cancel.cancel();
     while loops.join_next().await.is_some() {}
     served?;
@@ -90,7 +93,9 @@ pub fn router(state: AppState) -> Router {
 /// A database URL without its password, for logs.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => format!("{}://***{}", &url[..scheme], &url[at..]),
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
         _ => url.to_owned(),
     }
 }

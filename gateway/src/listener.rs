@@ -8,7 +8,11 @@ use tokio::net::{TcpListener, TcpSocket};
 pub const LISTEN_BACKLOG: u32 = 4096;
 
 pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     // A restarted gateway must rebind at once while old connections sit in TIME_WAIT.
     socket.set_reuseaddr(true)?;
     socket.set_nodelay(true)?;

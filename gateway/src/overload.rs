@@ -19,7 +19,10 @@ pub struct Limit {
 
 impl Limit {
     pub fn new(name: &'static str, in_flight: usize) -> Self {
-        Self { name, permits: Arc::new(Semaphore::new(in_flight)) }
+        Self {
+            name,
+            permits: Arc::new(Semaphore::new(in_flight)),
+        }
     }
 }
 
@@ -28,7 +31,11 @@ pub async fn shed(State(limit): State<Limit>, request: Request, next: Next) -> R
         Ok(_permit) => next.run(request).await,
         Err(_) => {
             metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => limit.name).increment(1);
-            Problem::overloaded(format!("too many {} requests in flight; retry shortly", limit.name)).into_response()
+            Problem::overloaded(format!(
+                "too many {} requests in flight; retry shortly",
+                limit.name
+            ))
+            .into_response()
         }
     }
 }
@@ -58,7 +65,10 @@ mod tests {
                     }
                 }),
             )
-            .layer(axum::middleware::from_fn_with_state(Limit::new("test", 1), shed));
+            .layer(axum::middleware::from_fn_with_state(
+                Limit::new("test", 1),
+                shed,
+            ));
         let request = || axum::http::Request::new(Body::empty());
         let first = tokio::spawn(app.clone().oneshot(request()));
         // The first request now holds the only permit until the gate opens.

@@ -18,7 +18,13 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
-        Self { status, code, detail: detail.into(), extra: Map::new(), retry_after: None }
+        Self {
+            status,
+            code,
+            detail: detail.into(),
+            extra: Map::new(),
+            retry_after: None,
+        }
     }
 
     pub fn with(mut self, key: &str, value: Value) -> Self {
@@ -49,7 +55,11 @@ impl Problem {
 
     /// An internal failure: logged once where it happened, shown to the client generically.
     pub fn internal() -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "an internal error occurred")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "an internal error occurred",
+        )
     }
 
     fn title(&self) -> &'static str {
@@ -76,7 +86,10 @@ impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let mut response = (self.status, axum::Json(self.body())).into_response();
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
@@ -94,8 +107,13 @@ mod tests {
             .with("seats", json!(["A-1"]))
             .into_response();
         assert_eq!(response.status(), StatusCode::CONFLICT);
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/problem+json");
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
         let body: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(body["code"], "seat_unavailable");
         assert_eq!(body["status"], 409);

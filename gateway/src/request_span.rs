@@ -19,7 +19,10 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
         .filter(|v| v.len() <= 64 && crate::extract::is_valid_id(v))
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned());
     let route = route.unwrap_or_else(|| "unmatched".to_owned());
     let method = request.method().clone();
     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -32,9 +35,17 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     let status = response.status();
     span.in_scope(|| {
         if status.is_server_error() {
-            tracing::warn!(status = status.as_u16(), elapsed_ms = elapsed.as_millis() as u64, "request failed");
+            tracing::warn!(
+                status = status.as_u16(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "request failed"
+            );
         } else {
-            tracing::debug!(status = status.as_u16(), elapsed_ms = elapsed.as_millis() as u64, "request done");
+            tracing::debug!(
+                status = status.as_u16(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "request done"
+            );
         }
     });
     let class = match status.as_u16() {
@@ -42,8 +53,10 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
         400..=499 => "4xx",
         _ => "5xx",
     };
-    metrics::counter!("floodgate_http_requests_total", "route" => route.clone(), "class" => class).increment(1);
-    metrics::histogram!("floodgate_http_request_duration_seconds", "route" => route).record(elapsed.as_secs_f64());
+    metrics::counter!("floodgate_http_requests_total", "route" => route.clone(), "class" => class)
+        .increment(1);
+    metrics::histogram!("floodgate_http_request_duration_seconds", "route" => route)
+        .record(elapsed.as_secs_f64());
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }

@@ -25,7 +25,12 @@ pub struct SeatSnapshot {
 impl SeatSnapshot {
     pub fn new(body: Bytes, seats_left: u64) -> Self {
         let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..12]));
-        Self { body, etag, seats_left, taken_at: Instant::now() }
+        Self {
+            body,
+            etag,
+            seats_left,
+            taken_at: Instant::now(),
+        }
     }
 }
 
@@ -45,7 +50,10 @@ impl SeatCache {
         Fut: Future<Output = Result<SeatSnapshot, E>>,
     {
         let slot = {
-            let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut entries = self
+                .entries
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             entries.entry(event.to_owned()).or_default().clone()
         };
         let mut cached = slot.lock().await;
@@ -59,7 +67,10 @@ impl SeatCache {
 
     /// Forget an event's snapshot (after an organizer adds seats).
     pub fn invalidate(&self, event: &str) {
-        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(event);
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(event);
     }
 }
 

@@ -26,12 +26,21 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
     }
     let mut admission_config = AdmissionConfig::new(secrets.keys);
     admission_config.join_limit_per_min = config.join_limit_per_min;
-    let queue_url = config.redis_url.clone().unwrap_or_else(|| "memory".to_owned());
-    let db = Arc::new(StoreAdmissionDb { store: store.clone() });
+    let queue_url = config
+        .redis_url
+        .clone()
+        .unwrap_or_else(|| "memory".to_owned());
+    let db = Arc::new(StoreAdmissionDb {
+        store: store.clone(),
+    });
     let admission = Admission::connect(&queue_url, db, admission_config).await?;
     let provider = Provider::from_config(&PaymentConfig {
         url: config.payment_url.clone(),
-        api_key: config.payment_key.as_ref().map(|k| k.expose().to_owned()).unwrap_or_default(),
+        api_key: config
+            .payment_key
+            .as_ref()
+            .map(|k| k.expose().to_owned())
+            .unwrap_or_default(),
         webhook_secret: secrets.webhook_secret.clone(),
         request_timeout: Duration::from_secs(10),
     })?;

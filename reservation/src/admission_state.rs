@@ -43,7 +43,10 @@ pub struct QueueCheckpoint {
 }
 
 impl Store {
-    pub async fn admission_control(&self, event: &EventId) -> Result<Option<AdmissionControl>, Error> {
+    pub async fn admission_control(
+        &self,
+        event: &EventId,
+    ) -> Result<Option<AdmissionControl>, Error> {
         // Booleans travel as integers: the Any driver does not decode SQLite's 0/1 as bool.
         let row = sqlx::query(self.sql(
             "select cast(c.rate_per_min as bigint) as rate_per_min, cast(c.max_active as bigint) as max_active, \
@@ -98,7 +101,9 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(Error::EventNotFound);
         }
-        self.admission_control(event).await?.ok_or(Error::EventNotFound)
+        self.admission_control(event)
+            .await?
+            .ok_or(Error::EventNotFound)
     }
 
     /// Sessions neither ended nor past their end: the slots in use.
@@ -115,14 +120,20 @@ impl Store {
 
     /// Sessions ever opened for the event.
     pub async fn admitted_total(&self, event: &EventId) -> Result<i64, Error> {
-        let row = sqlx::query(self.sql("select count(*) as n from admission_sessions where event_id = $1"))
-            .bind(event.as_str())
-            .fetch_one(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            self.sql("select count(*) as n from admission_sessions where event_id = $1"),
+        )
+        .bind(event.as_str())
+        .fetch_one(&self.pool)
+        .await?;
         Ok(row.try_get("n")?)
     }
 
-    pub async fn session_of_ticket(&self, event: &EventId, ticket: &TicketId) -> Result<Option<Session>, Error> {
+    pub async fn session_of_ticket(
+        &self,
+        event: &EventId,
+        ticket: &TicketId,
+    ) -> Result<Option<Session>, Error> {
         Ok(sqlx::query_as::<_, Session>(self.sql(
             "select session_id, event_id, ticket_id, queue_place, MS(created_at) as created_at_ms, \
              MS(expires_at) as expires_at_ms, MS(ended_at) as ended_at_ms, end_reason \
@@ -136,10 +147,12 @@ impl Store {
 
     pub async fn load_checkpoint(&self, event: &EventId) -> Result<Option<QueueCheckpoint>, Error> {
         let row =
-            sqlx::query(self.sql("select epoch, join_seq, served from admission_checkpoints where event_id = $1"))
-                .bind(event.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
+            sqlx::query(self.sql(
+                "select epoch, join_seq, served from admission_checkpoints where event_id = $1",
+            ))
+            .bind(event.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
         row.map(|r| {
             Ok(QueueCheckpoint {
                 epoch: r.try_get("epoch")?,
@@ -152,7 +165,11 @@ impl Store {
 
     /// Saves the checkpoint; the counters only move forward within one epoch, so a slow
     /// instance writing late cannot pull them back.
-    pub async fn save_checkpoint(&self, event: &EventId, checkpoint: &QueueCheckpoint) -> Result<(), Error> {
+    pub async fn save_checkpoint(
+        &self,
+        event: &EventId,
+        checkpoint: &QueueCheckpoint,
+    ) -> Result<(), Error> {
         sqlx::query(self.sql(
             "insert into admission_checkpoints (event_id, epoch, join_seq, served) values ($1, $2, $3, $4) \
              on conflict (event_id) do update set \
@@ -174,11 +191,13 @@ impl Store {
     /// The setting `name`, storing `generated` first if it has none (a generated secret is
     /// kept so a restart logs no one out). Concurrent first starts agree on one value.
     pub async fn setting_or_insert(&self, name: &str, generated: &str) -> Result<String, Error> {
-        sqlx::query(self.sql("insert into settings (name, value) values ($1, $2) on conflict (name) do nothing"))
-            .bind(name)
-            .bind(generated)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(self.sql(
+            "insert into settings (name, value) values ($1, $2) on conflict (name) do nothing",
+        ))
+        .bind(name)
+        .bind(generated)
+        .execute(&self.pool)
+        .await?;
         let row = sqlx::query(self.sql("select value from settings where name = $1"))
             .bind(name)
             .fetch_one(&self.pool)
@@ -210,6 +229,9 @@ impl Store {
         .bind(event.as_str())
         .fetch_one(&self.pool)
         .await?;
-        Ok(SeatAvailability { available: row.try_get("available")?, held_or_paying: row.try_get("busy")? })
+        Ok(SeatAvailability {
+            available: row.try_get("available")?,
+            held_or_paying: row.try_get("busy")?,
+        })
     }
 }

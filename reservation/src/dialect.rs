@@ -15,7 +15,11 @@ pub enum Dialect {
 /// `MS`/`TS`/`MSEC` convert at the edges so Rust always sees i64 milliseconds.
 const TOKENS: &[(&str, &str, &str)] = &[
     // The database clock, read at the moment of evaluation (never the transaction start).
-    ("NOW", "clock_timestamp()", "(cast(unixepoch('subsec') * 1000 as integer))"),
+    (
+        "NOW",
+        "clock_timestamp()",
+        "(cast(unixepoch('subsec') * 1000 as integer))",
+    ),
     ("MSEC(", "fg_msec(", "("),
     ("MS(", "fg_ms(", "("),
     ("TS(", "fg_ts(", "("),
@@ -51,7 +55,11 @@ pub(crate) fn sql(dialect: Dialect, text: &'static str) -> &'static str {
         return s;
     }
     let rendered: &'static str = Box::leak(render(dialect, text).into_boxed_str());
-    if let Ok(mut c) = cache.write() { c.entry(key).or_insert(rendered) } else { rendered }
+    if let Ok(mut c) = cache.write() {
+        c.entry(key).or_insert(rendered)
+    } else {
+        rendered
+    }
 }
 
 #[cfg(test)]

@@ -63,7 +63,10 @@ impl Error {
         let Error::Storage(sqlx::Error::Database(db)) = self else {
             return false;
         };
-        matches!(db.code().as_deref(), Some("40P01" | "40001" | "55P03" | "5" | "261" | "517" | "6" | "262"))
+        matches!(
+            db.code().as_deref(),
+            Some("40P01" | "40001" | "55P03" | "5" | "261" | "517" | "6" | "262")
+        )
     }
 }
 
@@ -71,7 +74,8 @@ impl Error {
 pub(crate) fn is_live_hold_conflict(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
-            db.constraint() == Some("holds_one_live_per_session") || db.message().contains("holds.session_id")
+            db.constraint() == Some("holds_one_live_per_session")
+                || db.message().contains("holds.session_id")
         }
         _ => false,
     }

@@ -138,19 +138,32 @@ impl Store {
         self.get_event(event).await?;
         let mut added = 0;
         for chunk in seats.chunks(500) {
-            let mut sql =
-                String::from("insert into seats (event_id, seat_id, section, row_label, number, price_cents) values ");
+            let mut sql = String::from(
+                "insert into seats (event_id, seat_id, section, row_label, number, price_cents) values ",
+            );
             for i in 0..chunk.len() {
                 let b = i * 5;
                 if i > 0 {
                     sql.push(',');
                 }
-                sql.push_str(&format!("($1, ${}, ${}, ${}, ${}, ${})", b + 2, b + 3, b + 4, b + 5, b + 6));
+                sql.push_str(&format!(
+                    "($1, ${}, ${}, ${}, ${}, ${})",
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5,
+                    b + 6
+                ));
             }
             sql.push_str(" on conflict (event_id, seat_id) do nothing");
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(event.as_str());
             for s in chunk {
-                q = q.bind(s.seat_id.as_str()).bind(&s.section).bind(&s.row_label).bind(s.number).bind(s.price_cents);
+                q = q
+                    .bind(s.seat_id.as_str())
+                    .bind(&s.section)
+                    .bind(&s.row_label)
+                    .bind(s.number)
+                    .bind(s.price_cents);
             }
             added += q.execute(&self.pool).await?.rows_affected();
         }

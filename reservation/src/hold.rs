@@ -53,10 +53,16 @@ impl Store {
         }
         let sorted: Vec<SeatId> = ids.into_iter().cloned().collect();
         let json = serde_json::to_string(&sorted)?;
-        self.retrying(|| self.hold_named_once(session, &sorted, &json)).await
+        self.retrying(|| self.hold_named_once(session, &sorted, &json))
+            .await
     }
 
-    async fn hold_named_once(&self, session: &SessionId, sorted: &[SeatId], json: &str) -> Result<Hold, Error> {
+    async fn hold_named_once(
+        &self,
+        session: &SessionId,
+        sorted: &[SeatId],
+        json: &str,
+    ) -> Result<Hold, Error> {
         let (mut tx, h) = self.holder(session, sorted.len()).await?;
         // Lock in seat order: two buyers wanting {S3,S7} and {S7,S3} queue, never deadlock.
         let rows: Vec<Locked> = sqlx::query(self.sql(
@@ -75,11 +81,18 @@ impl Store {
         .collect::<Result<_, _>>()?;
         if rows.len() != sorted.len() {
             let found: BTreeSet<&str> = rows.iter().map(|r| r.seat_id.as_str()).collect();
-            let seats = sorted.iter().filter(|s| !found.contains(s.as_str())).cloned().collect();
+            let seats = sorted
+                .iter()
+                .filter(|s| !found.contains(s.as_str()))
+                .cloned()
+                .collect();
             return Err(Error::UnknownSeats { seats });
         }
-        let busy: Vec<SeatId> =
-            rows.iter().filter(|r| !r.free()).map(|r| trusted(r.seat_id.clone())).collect::<Result<_, _>>()?;
+        let busy: Vec<SeatId> = rows
+            .iter()
+            .filter(|r| !r.free())
+            .map(|r| trusted(r.seat_id.clone()))
+            .collect::<Result<_, _>>()?;
         if !busy.is_empty() {
             return Err(Error::SeatUnavailable { seats: busy });
         }
@@ -88,12 +101,19 @@ impl Store {
 
     /// Holds `quantity` seats of a general-admission section, whichever are free.
     #[tracing::instrument(skip_all, err, fields(session = %session, section, quantity))]
-    pub async fn hold_ga(&self, session: &SessionId, section: &str, quantity: u32) -> Result<Hold, Error> {
+    pub async fn hold_ga(
+        &self,
+        session: &SessionId,
+        section: &str,
+        quantity: u32,
+    ) -> Result<Hold, Error> {
         if quantity == 0 {
             return Err(Error::NoSeats);
         }
         for attempt in 0..GA_TRIES {
-            let got = self.retrying(|| self.hold_ga_once(session, section, quantity)).await?;
+            let got = self
+                .retrying(|| self.hold_ga_once(session, section, quantity))
+                .await?;
             if let Some(hold) = got {
                 return Ok(hold);
             }
@@ -108,7 +128,12 @@ impl Store {
         Err(Error::SoldOut)
     }
 
-    async fn hold_ga_once(&self, session: &SessionId, section: &str, quantity: u32) -> Result<Option<Hold>, Error> {
+    async fn hold_ga_once(
+        &self,
+        session: &SessionId,
+        section: &str,
+        quantity: u32,
+    ) -> Result<Option<Hold>, Error> {
         let (mut tx, h) = self.holder(session, quantity as usize).await?;
         // SKIP LOCKED: buyers racing for a section each take different free rows at once
         // instead of queueing behind the same first rows.
@@ -131,7 +156,10 @@ impl Store {
         if rows.len() < quantity as usize {
             return Ok(None);
         }
-        let sorted: Vec<SeatId> = rows.iter().map(|r| trusted(r.seat_id.clone())).collect::<Result<_, _>>()?;
+        let sorted: Vec<SeatId> = rows
+            .iter()
+            .map(|r| trusted(r.seat_id.clone()))
+            .collect::<Result<_, _>>()?;
         let json = serde_json::to_string(&sorted)?;
         self.take(tx, &h, &sorted, &json, &rows).await.map(Some)
     }
@@ -178,7 +206,8 @@ impl Store {
             // The session's hold ran out: that ends the session (DESIGN §3), so record it now
             // rather than let this session start over without queueing again.
             if row.try_get::<i64, _>("live_expired")? == 1 {
-                self.expire_holds(&mut tx, &serde_json::to_string(&[live])?).await?;
+                self.expire_holds(&mut tx, &serde_json::to_string(&[live])?)
+                    .await?;
                 tx.commit().await?;
                 return Err(Error::SessionEnded);
             }
@@ -221,12 +250,15 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if taken.rows_affected() != sorted.len() as u64 {
-            return Err(Error::SeatUnavailable { seats: sorted.to_vec() });
+            return Err(Error::SeatUnavailable {
+                seats: sorted.to_vec(),
+            });
         }
         // Seats taken over from expired holds: those holds are over, in this same transaction.
         let previous: BTreeSet<&str> = rows.iter().filter_map(|r| r.hold_id.as_deref()).collect();
         if !previous.is_empty() {
-            self.expire_holds(&mut tx, &serde_json::to_string(&previous)?).await?;
+            self.expire_holds(&mut tx, &serde_json::to_string(&previous)?)
+                .await?;
         }
         let receipt_key = ids::receipt_key();
         let total_cents: i64 = rows.iter().map(|r| r.price_cents).sum();
@@ -290,8 +322,12 @@ impl Store {
         .fetch_all(&mut **tx)
         .await?;
         for r in &ended {
-            let (hold, event, session, seats): (String, String, String, String) =
-                (r.try_get("hold_id")?, r.try_get("event_id")?, r.try_get("session_id")?, r.try_get("seats")?);
+            let (hold, event, session, seats): (String, String, String, String) = (
+                r.try_get("hold_id")?,
+                r.try_get("event_id")?,
+                r.try_get("session_id")?,
+                r.try_get("seats")?,
+            );
             self.log(
                 tx,
                 Entry {
@@ -303,7 +339,8 @@ impl Store {
                 },
             )
             .await?;
-            self.end_hold_session(tx, &event, &session, &hold, "expired").await?;
+            self.end_hold_session(tx, &event, &session, &hold, "expired")
+                .await?;
         }
         Ok(ended.len())
     }

@@ -69,7 +69,12 @@ impl Store {
     }
 
     /// The owner's hold, checked for a transition that needs it live and `held`.
-    pub(crate) async fn owned_held(&self, tx: &mut Tx, session: &SessionId, hold: &HoldId) -> Result<HoldCtx, Error> {
+    pub(crate) async fn owned_held(
+        &self,
+        tx: &mut Tx,
+        session: &SessionId,
+        hold: &HoldId,
+    ) -> Result<HoldCtx, Error> {
         let h = self.hold_ctx(tx, hold.as_str()).await?;
         if h.session_id != session.as_str() {
             return Err(Error::NotOwner);
@@ -83,7 +88,12 @@ impl Store {
 
     /// Locks the hold's seat rows in seat order, the same order `hold` uses, before any
     /// transition touches them.
-    pub(crate) async fn lock_seats(&self, tx: &mut Tx, event: &str, seats: &str) -> Result<(), Error> {
+    pub(crate) async fn lock_seats(
+        &self,
+        tx: &mut Tx,
+        event: &str,
+        seats: &str,
+    ) -> Result<(), Error> {
         sqlx::query(self.sql(
             "select seat_id from seats where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
              order by seat_id FOR_UPDATE",
@@ -106,7 +116,9 @@ impl Store {
         let mut tx = self.begin().await?;
         let h = self.owned_held(&mut tx, session, hold).await?;
         self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
-        let until = (h.now_ms + h.ttl_ms).min(h.max_expires_at_ms).max(h.expires_at_ms);
+        let until = (h.now_ms + h.ttl_ms)
+            .min(h.max_expires_at_ms)
+            .max(h.expires_at_ms);
         let moved = sqlx::query(self.sql(
             "update seats set hold_expires_at = TS($3), version = version + 1 \
              where event_id = $1 and hold_id = $2 and state = 'held' and hold_expires_at > NOW",
@@ -119,11 +131,13 @@ impl Store {
         if moved.rows_affected() != h.seat_count as u64 {
             return Err(Error::HoldExpired);
         }
-        sqlx::query(self.sql("update holds set expires_at = TS($2) where hold_id = $1 and state = 'held'"))
-            .bind(&h.hold_id)
-            .bind(until)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            self.sql("update holds set expires_at = TS($2) where hold_id = $1 and state = 'held'"),
+        )
+        .bind(&h.hold_id)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
         self.log(
             &mut tx,
             Entry {
@@ -181,13 +195,19 @@ impl Store {
             },
         )
         .await?;
-        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "released").await?;
+        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "released")
+            .await?;
         let out = self.read_hold(&mut tx, hold).await?;
         tx.commit().await?;
         Ok(out)
     }
 
-    pub(crate) async fn free_seats(&self, tx: &mut Tx, event: &str, hold: &str) -> Result<u64, Error> {
+    pub(crate) async fn free_seats(
+        &self,
+        tx: &mut Tx,
+        event: &str,
+        hold: &str,
+    ) -> Result<u64, Error> {
         Ok(sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
              payment_attempt_id = null, version = version + 1 \
@@ -238,6 +258,9 @@ impl Store {
         .rows_affected();
         let expired = self.expire_holds(&mut tx, &json).await?;
         tx.commit().await?;
-        Ok(Swept { seats_freed: freed, holds_expired: expired as u64 })
+        Ok(Swept {
+            seats_freed: freed,
+            holds_expired: expired as u64,
+        })
     }
 }

@@ -68,7 +68,9 @@ impl Store {
             if let Some(status) = row.try_get::<Option<i64>, _>("status_code")? {
                 return Ok(Idempotency::Replay {
                     status: u16::try_from(status).unwrap_or(500),
-                    body: row.try_get::<Option<String>, _>("response")?.unwrap_or_default(),
+                    body: row
+                        .try_get::<Option<String>, _>("response")?
+                        .unwrap_or_default(),
                 });
             }
             if started.elapsed() >= WAIT {
@@ -104,7 +106,12 @@ impl Store {
 
     /// Drops an unfinished claim (the request failed before it had an answer worth keeping),
     /// so a retry with the same key runs again instead of waiting.
-    pub async fn idempotency_abandon(&self, scope: &str, route: &str, key: &str) -> Result<(), Error> {
+    pub async fn idempotency_abandon(
+        &self,
+        scope: &str,
+        route: &str,
+        key: &str,
+    ) -> Result<(), Error> {
         sqlx::query(
             "delete from idempotency_keys where scope = $1 and route = $2 and key = $3 and status_code is null",
         )

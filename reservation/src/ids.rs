@@ -12,7 +12,9 @@ pub struct InvalidId {
 }
 
 fn valid(s: &str) -> bool {
-    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 macro_rules! id_type {
@@ -121,7 +123,10 @@ mod tests {
         assert!("a b".parse::<SeatId>().is_err());
         assert!("é".parse::<SeatId>().is_err());
         assert!("x".repeat(65).parse::<SeatId>().is_err());
-        assert_eq!("x".parse::<HoldId>().map_err(|e| e.kind), Ok(HoldId("x".into())).map_err(|_: InvalidId| ""));
+        assert_eq!(
+            "x".parse::<HoldId>().map_err(|e| e.kind),
+            Ok(HoldId("x".into())).map_err(|_: InvalidId| "")
+        );
         assert!(generate("h").starts_with("h_"));
         assert_eq!(receipt_key().len(), 64);
     }

@@ -76,6 +76,7 @@ impl Store {
         let payload = serde_json::json!({
             "session_id": session_id, "event_id": event_id, "hold_id": hold_id, "reason": reason,
         });
-        self.outbox(tx, "session_ended", event_id, None, Some(hold_id), &payload).await
+        self.outbox(tx, "session_ended", event_id, None, Some(hold_id), &payload)
+            .await
     }
 }

@@ -31,7 +31,8 @@ impl Store {
         hold: &HoldId,
         payment_method: &str,
     ) -> Result<PaymentAttempt, Error> {
-        self.retrying(|| self.begin_payment_once(session, hold, payment_method)).await
+        self.retrying(|| self.begin_payment_once(session, hold, payment_method))
+            .await
     }
 
     async fn begin_payment_once(
@@ -62,7 +63,9 @@ impl Store {
             .bind(&h.hold_id)
             .execute(&mut *tx)
             .await?;
-        let attempt = self.insert_attempt(&mut tx, &h, &attempt_id, payment_method).await?;
+        let attempt = self
+            .insert_attempt(&mut tx, &h, &attempt_id, payment_method)
+            .await?;
         tx.commit().await?;
         Ok(attempt)
     }
@@ -108,7 +111,15 @@ impl Store {
             "attempt_id": attempt_id, "hold_id": h.hold_id, "amount_cents": h.total_cents,
             "currency": h.currency, "payment_method": payment_method,
         });
-        self.outbox(tx, "authorize", &h.event_id, Some(attempt_id), Some(&h.hold_id), &payload).await?;
+        self.outbox(
+            tx,
+            "authorize",
+            &h.event_id,
+            Some(attempt_id),
+            Some(&h.hold_id),
+            &payload,
+        )
+        .await?;
         Ok(PaymentAttempt {
             attempt_id: trusted(attempt_id.to_owned())?,
             hold_id: trusted(h.hold_id.clone())?,
@@ -126,7 +137,11 @@ impl Store {
     }
 
     /// The attempt and its hold, for the steps that start from an attempt id.
-    async fn attempt_ctx(&self, tx: &mut Tx, attempt: &AttemptId) -> Result<(PaymentAttempt, HoldCtx), Error> {
+    async fn attempt_ctx(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+    ) -> Result<(PaymentAttempt, HoldCtx), Error> {
         let a: PaymentAttempt = sqlx::query(self.sql(concat!(
             "select ",
             attempt_columns!(),
@@ -141,23 +156,40 @@ impl Store {
         Ok((a, h))
     }
 
-    async fn order_of_attempt(&self, tx: &mut Tx, attempt: &AttemptId) -> Result<Option<Order>, Error> {
-        sqlx::query(self.sql(concat!("select ", order_columns!(), " from orders where attempt_id = $1")))
-            .bind(attempt.as_str())
-            .fetch_optional(&mut **tx)
-            .await?
-            .map(Order::try_from)
-            .transpose()
+    async fn order_of_attempt(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+    ) -> Result<Option<Order>, Error> {
+        sqlx::query(self.sql(concat!(
+            "select ",
+            order_columns!(),
+            " from orders where attempt_id = $1"
+        )))
+        .bind(attempt.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(Order::try_from)
+        .transpose()
     }
 
     /// paying→sold with the order and sales rows, only if every seat still names this hold
     /// and attempt; queues the capture. A repeat returns the stored order.
     #[tracing::instrument(skip_all, err, fields(attempt = %attempt))]
-    pub async fn finalize(&self, attempt: &AttemptId, provider_payment_id: Option<&str>) -> Result<Finalized, Error> {
-        self.retrying(|| self.finalize_once(attempt, provider_payment_id)).await
+    pub async fn finalize(
+        &self,
+        attempt: &AttemptId,
+        provider_payment_id: Option<&str>,
+    ) -> Result<Finalized, Error> {
+        self.retrying(|| self.finalize_once(attempt, provider_payment_id))
+            .await
     }
 
-    async fn finalize_once(&self, attempt: &AttemptId, provider_payment_id: Option<&str>) -> Result<Finalized, Error> {
+    async fn finalize_once(
+        &self,
+        attempt: &AttemptId,
+        provider_payment_id: Option<&str>,
+    ) -> Result<Finalized, Error> {
         let mut tx = self.begin().await?;
         let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
         if let Some(order) = self.order_of_attempt(&mut tx, attempt).await? {
@@ -236,9 +268,21 @@ impl Store {
             "attempt_id": a.attempt_id, "order_id": order_id, "amount_cents": a.amount_cents,
             "provider_payment_id": provider_payment_id,
         });
-        self.outbox(&mut tx, "capture", &h.event_id, Some(a.attempt_id.as_str()), Some(&h.hold_id), &payload).await?;
-        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "confirmed").await?;
-        let order = self.order_of_attempt(&mut tx, attempt).await?.ok_or(Error::AttemptNotFound)?;
+        self.outbox(
+            &mut tx,
+            "capture",
+            &h.event_id,
+            Some(a.attempt_id.as_str()),
+            Some(&h.hold_id),
+            &payload,
+        )
+        .await?;
+        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "confirmed")
+            .await?;
+        let order = self
+            .order_of_attempt(&mut tx, attempt)
+            .await?
+            .ok_or(Error::AttemptNotFound)?;
         tx.commit().await?;
         Ok(Finalized::Confirmed(order))
     }
@@ -247,18 +291,29 @@ impl Store {
     /// two minutes (capped by `max_hold_s`) so the buyer can retry with a new attempt.
     /// A no-op on an attempt that is already final. Returns the attempt as stored.
     #[tracing::instrument(skip_all, err, fields(attempt = %attempt))]
-    pub async fn decline(&self, attempt: &AttemptId, reason: &str) -> Result<PaymentAttempt, Error> {
+    pub async fn decline(
+        &self,
+        attempt: &AttemptId,
+        reason: &str,
+    ) -> Result<PaymentAttempt, Error> {
         self.retrying(|| self.decline_once(attempt, reason)).await
     }
 
-    async fn decline_once(&self, attempt: &AttemptId, reason: &str) -> Result<PaymentAttempt, Error> {
+    async fn decline_once(
+        &self,
+        attempt: &AttemptId,
+        reason: &str,
+    ) -> Result<PaymentAttempt, Error> {
         let mut tx = self.begin().await?;
         let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
         if !is_open(a.state) {
             return Ok(a);
         }
         self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
-        let until = h.expires_at_ms.max(h.now_ms + DECLINE_GRACE_MS).min(h.max_expires_at_ms);
+        let until = h
+            .expires_at_ms
+            .max(h.now_ms + DECLINE_GRACE_MS)
+            .min(h.max_expires_at_ms);
         sqlx::query(self.sql(
             "update seats set state = 'held', payment_attempt_id = null, hold_expires_at = TS($4), \
              version = version + 1 \
@@ -279,7 +334,9 @@ impl Store {
         .bind(reason)
         .execute(&mut *tx)
         .await?;
-        let a = self.close_attempt(&mut tx, &a.attempt_id, "declined", Some(reason)).await?;
+        let a = self
+            .close_attempt(&mut tx, &a.attempt_id, "declined", Some(reason))
+            .await?;
         self.log(
             &mut tx,
             Entry {
@@ -325,7 +382,9 @@ impl Store {
         .bind(&h.hold_id)
         .execute(&mut *tx)
         .await?;
-        let a = self.close_attempt(&mut tx, &a.attempt_id, "abandoned", None).await?;
+        let a = self
+            .close_attempt(&mut tx, &a.attempt_id, "abandoned", None)
+            .await?;
         self.log(
             &mut tx,
             Entry {
@@ -338,7 +397,8 @@ impl Store {
             },
         )
         .await?;
-        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "abandoned").await?;
+        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "abandoned")
+            .await?;
         tx.commit().await?;
         Ok(a)
     }
@@ -365,5 +425,8 @@ impl Store {
 }
 
 fn is_open(s: AttemptState) -> bool {
-    matches!(s, AttemptState::Pending | AttemptState::Ambiguous | AttemptState::Authorized)
+    matches!(
+        s,
+        AttemptState::Pending | AttemptState::Ambiguous | AttemptState::Authorized
+    )
 }

@@ -38,31 +38,43 @@ impl Counts {
 
 impl Store {
     pub(crate) async fn read_hold(&self, tx: &mut Tx, hold: &HoldId) -> Result<Hold, Error> {
-        sqlx::query(self.sql(concat!("select ", hold_columns!(), " from holds where hold_id = $1")))
-            .bind(hold.as_str())
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or(Error::HoldNotFound)?
-            .try_into()
+        sqlx::query(self.sql(concat!(
+            "select ",
+            hold_columns!(),
+            " from holds where hold_id = $1"
+        )))
+        .bind(hold.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::HoldNotFound)?
+        .try_into()
     }
 
     pub async fn get_hold(&self, hold: &HoldId) -> Result<Hold, Error> {
-        sqlx::query(self.sql(concat!("select ", hold_columns!(), " from holds where hold_id = $1")))
-            .bind(hold.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(Error::HoldNotFound)?
-            .try_into()
+        sqlx::query(self.sql(concat!(
+            "select ",
+            hold_columns!(),
+            " from holds where hold_id = $1"
+        )))
+        .bind(hold.as_str())
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::HoldNotFound)?
+        .try_into()
     }
 
     /// The hold a receipt key names (works after the session ended).
     pub async fn get_hold_by_receipt(&self, receipt_key: &str) -> Result<Hold, Error> {
-        sqlx::query(self.sql(concat!("select ", hold_columns!(), " from holds where receipt_key = $1")))
-            .bind(receipt_key)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(Error::HoldNotFound)?
-            .try_into()
+        sqlx::query(self.sql(concat!(
+            "select ",
+            hold_columns!(),
+            " from holds where receipt_key = $1"
+        )))
+        .bind(receipt_key)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::HoldNotFound)?
+        .try_into()
     }
 
     /// The session's live hold (held and unexpired, or paying), if any.
@@ -81,21 +93,29 @@ impl Store {
     }
 
     pub async fn get_order(&self, order: &OrderId) -> Result<Option<Order>, Error> {
-        sqlx::query(self.sql(concat!("select ", order_columns!(), " from orders where order_id = $1")))
-            .bind(order.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .map(Order::try_from)
-            .transpose()
+        sqlx::query(self.sql(concat!(
+            "select ",
+            order_columns!(),
+            " from orders where order_id = $1"
+        )))
+        .bind(order.as_str())
+        .fetch_optional(&self.pool)
+        .await?
+        .map(Order::try_from)
+        .transpose()
     }
 
     pub async fn get_attempt(&self, attempt: &AttemptId) -> Result<PaymentAttempt, Error> {
-        sqlx::query(self.sql(concat!("select ", attempt_columns!(), " from payment_attempts where attempt_id = $1")))
-            .bind(attempt.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(Error::AttemptNotFound)?
-            .try_into()
+        sqlx::query(self.sql(concat!(
+            "select ",
+            attempt_columns!(),
+            " from payment_attempts where attempt_id = $1"
+        )))
+        .bind(attempt.as_str())
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::AttemptNotFound)?
+        .try_into()
     }
 
     /// Every seat of the event with its effective state, in seat order.
@@ -142,7 +162,11 @@ impl Store {
                 &mut out.attempts,
             ),
         ] {
-            for r in sqlx::query(self.sql(text)).bind(event.as_str()).fetch_all(&self.pool).await? {
+            for r in sqlx::query(self.sql(text))
+                .bind(event.as_str())
+                .fetch_all(&self.pool)
+                .await?
+            {
                 *map.entry(r.try_get("k")?).or_insert(0) += r.try_get::<i64, _>("n")?;
             }
         }
@@ -151,7 +175,11 @@ impl Store {
 
     /// Attempts still open (pending, ambiguous, authorized) that began more than
     /// `older_than_s` seconds ago: "stuck in paying".
-    pub async fn stuck(&self, event: &EventId, older_than_s: i64) -> Result<Vec<PaymentAttempt>, Error> {
+    pub async fn stuck(
+        &self,
+        event: &EventId,
+        older_than_s: i64,
+    ) -> Result<Vec<PaymentAttempt>, Error> {
         sqlx::query(self.sql(concat!(
             "select ",
             attempt_columns!(),

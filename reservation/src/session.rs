@@ -57,11 +57,13 @@ impl Store {
         .bind(session_s.saturating_mul(1000))
         .execute(&mut *tx)
         .await?;
-        let session = sqlx::query_as::<_, Session>(self.sql(select_session!("where event_id = $1 and ticket_id = $2")))
-            .bind(event.as_str())
-            .bind(ticket.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
+        let session = sqlx::query_as::<_, Session>(
+            self.sql(select_session!("where event_id = $1 and ticket_id = $2")),
+        )
+        .bind(event.as_str())
+        .bind(ticket.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(session)
     }

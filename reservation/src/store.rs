@@ -47,7 +47,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("dialect", &self.dialect).finish()
+        f.debug_struct("Store")
+            .field("dialect", &self.dialect)
+            .finish()
     }
 }
 
@@ -98,7 +100,8 @@ impl Store {
             .after_connect(move |conn, _meta| {
                 let setup = setup.clone();
                 Box::pin(async move {
-                    conn.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(setup))).await?;
+                    conn.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(setup)))
+                        .await?;
                     Ok(())
                 })
             })
@@ -108,7 +111,10 @@ impl Store {
             Dialect::Postgres => sqlx::migrate!("../migrations/postgres"),
             Dialect::Sqlite => sqlx::migrate!("../migrations/sqlite"),
         };
-        migrator.run(&pool).await.map_err(|e| Error::Storage(sqlx::Error::Migrate(Box::new(e))))?;
+        migrator
+            .run(&pool)
+            .await
+            .map_err(|e| Error::Storage(sqlx::Error::Migrate(Box::new(e))))?;
         Ok(Store { pool, dialect })
     }
 

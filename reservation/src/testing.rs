@@ -8,13 +8,18 @@ use crate::{NewEvent, NewSeat, Store, StoreOptions};
 
 /// `DATABASE_URL`, or the local default.
 pub fn database_url() -> String {
-    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 /// A fresh PostgreSQL database `t_<uuid>` on the server of `DATABASE_URL`, migrated, behind a
 /// pool of 64 connections (race tests need many).
 pub async fn fresh_postgres() -> Store {
-    fresh_postgres_with(StoreOptions { max_connections: 64, ..StoreOptions::default() }).await
+    fresh_postgres_with(StoreOptions {
+        max_connections: 64,
+        ..StoreOptions::default()
+    })
+    .await
 }
 
 pub async fn fresh_postgres_with(options: StoreOptions) -> Store {
@@ -43,15 +48,23 @@ pub async fn fresh_postgres_with(options: StoreOptions) -> Store {
 pub async fn fresh_sqlite() -> Store {
     let path = std::env::temp_dir().join(format!("floodgate-{}.db", uuid::Uuid::now_v7().simple()));
     let url = format!("sqlite:{}", path.display());
-    Store::connect(&url, StoreOptions { max_connections: 4, ..StoreOptions::default() })
-        .await
-        .unwrap_or_else(|e| panic!("cannot open SQLite at {url}: {e:?}"))
+    Store::connect(
+        &url,
+        StoreOptions {
+            max_connections: 4,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("cannot open SQLite at {url}: {e:?}"))
 }
 
 /// Creates an event with a unique id and `seats` seats `S00001`, `S00002`, … in section `A`
 /// at 1,000 cents each; `tune` adjusts its settings first.
 pub async fn seeded_event(store: &Store, seats: u32, tune: impl FnOnce(&mut NewEvent)) -> EventId {
-    let id: EventId = format!("ev-{}", uuid::Uuid::now_v7().simple()).parse().expect("generated event ids are valid");
+    let id: EventId = format!("ev-{}", uuid::Uuid::now_v7().simple())
+        .parse()
+        .expect("generated event ids are valid");
     let mut e = NewEvent::new(id.clone(), "Test event");
     tune(&mut e);
     store.create_event(e).await.expect("create test event");
@@ -70,7 +83,12 @@ pub async fn seeded_event(store: &Store, seats: u32, tune: impl FnOnce(&mut NewE
 
 /// Opens an admission session for a fresh ticket of `event`.
 pub async fn session(store: &Store, event: &EventId) -> SessionId {
-    let ticket: TicketId =
-        format!("t-{}", uuid::Uuid::now_v7().simple()).parse().expect("generated ticket ids are valid");
-    store.open_session(event, &ticket, None, 1800).await.expect("open test session").session_id
+    let ticket: TicketId = format!("t-{}", uuid::Uuid::now_v7().simple())
+        .parse()
+        .expect("generated ticket ids are valid");
+    store
+        .open_session(event, &ticket, None, 1800)
+        .await
+        .expect("open test session")
+        .session_id
 }

@@ -117,7 +117,10 @@ impl TryFrom<AnyRow> for Hold {
             created_at_ms: r.try_get("created_at_ms")?,
             expires_at_ms: r.try_get("expires_at_ms")?,
             max_expires_at_ms: r.try_get("max_expires_at_ms")?,
-            order_id: r.try_get::<Option<String>, _>("order_id")?.map(trusted).transpose()?,
+            order_id: r
+                .try_get::<Option<String>, _>("order_id")?
+                .map(trusted)
+                .transpose()?,
             last_payment_error: r.try_get("last_payment_error")?,
         })
     }

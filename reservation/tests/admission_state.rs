@@ -11,22 +11,47 @@ async fn story(store: Store) {
     })
     .await;
 
-    let control = store.admission_control(&event).await.unwrap().expect("the event has controls");
-    assert_eq!((control.rate_per_min, control.max_active, control.paused, control.closed), (120, 7, false, false));
+    let control = store
+        .admission_control(&event)
+        .await
+        .unwrap()
+        .expect("the event has controls");
+    assert_eq!(
+        (
+            control.rate_per_min,
+            control.max_active,
+            control.paused,
+            control.closed
+        ),
+        (120, 7, false, false)
+    );
     let unknown = "nope".parse().unwrap();
     assert!(store.admission_control(&unknown).await.unwrap().is_none());
 
     let patched = store
         .update_admission_control(
             &event,
-            &AdmissionPatch { rate_per_min: Some(600), paused: Some(true), ..Default::default() },
+            &AdmissionPatch {
+                rate_per_min: Some(600),
+                paused: Some(true),
+                ..Default::default()
+            },
         )
         .await
         .unwrap();
-    assert_eq!((patched.rate_per_min, patched.max_active, patched.paused), (600, 7, true));
-    assert_eq!(patched.version, control.version + 1, "every change bumps the version");
+    assert_eq!(
+        (patched.rate_per_min, patched.max_active, patched.paused),
+        (600, 7, true)
+    );
+    assert_eq!(
+        patched.version,
+        control.version + 1,
+        "every change bumps the version"
+    );
     assert!(matches!(
-        store.update_admission_control(&unknown, &AdmissionPatch::default()).await,
+        store
+            .update_admission_control(&unknown, &AdmissionPatch::default())
+            .await,
         Err(reservation::Error::EventNotFound)
     ));
 
@@ -36,26 +61,58 @@ async fn story(store: Store) {
     assert_eq!(store.active_sessions(&event).await.unwrap(), 2);
     assert_eq!(store.admitted_total(&event).await.unwrap(), 2);
     store.end_session(&first, "released").await.unwrap();
-    assert_eq!(store.active_sessions(&event).await.unwrap(), 1, "an ended session frees its slot");
-    assert_eq!(store.admitted_total(&event).await.unwrap(), 2, "but still counts as admitted");
+    assert_eq!(
+        store.active_sessions(&event).await.unwrap(),
+        1,
+        "an ended session frees its slot"
+    );
+    assert_eq!(
+        store.admitted_total(&event).await.unwrap(),
+        2,
+        "but still counts as admitted"
+    );
 
     let seats = store.seat_availability(&event).await.unwrap();
     assert_eq!((seats.available, seats.held_or_paying), (4, 0));
 
     assert!(store.load_checkpoint(&event).await.unwrap().is_none());
-    let cp = |epoch: &str, join_seq, served| QueueCheckpoint { epoch: epoch.into(), join_seq, served };
-    store.save_checkpoint(&event, &cp("e1", 10, 4)).await.unwrap();
-    store.save_checkpoint(&event, &cp("e1", 8, 3)).await.unwrap();
+    let cp = |epoch: &str, join_seq, served| QueueCheckpoint {
+        epoch: epoch.into(),
+        join_seq,
+        served,
+    };
+    store
+        .save_checkpoint(&event, &cp("e1", 10, 4))
+        .await
+        .unwrap();
+    store
+        .save_checkpoint(&event, &cp("e1", 8, 3))
+        .await
+        .unwrap();
     assert_eq!(
         store.load_checkpoint(&event).await.unwrap(),
         Some(cp("e1", 10, 4)),
         "a late writer cannot pull it back"
     );
-    store.save_checkpoint(&event, &cp("e2", 2, 1)).await.unwrap();
-    assert_eq!(store.load_checkpoint(&event).await.unwrap(), Some(cp("e2", 2, 1)), "a new epoch starts over");
+    store
+        .save_checkpoint(&event, &cp("e2", 2, 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_checkpoint(&event).await.unwrap(),
+        Some(cp("e2", 2, 1)),
+        "a new epoch starts over"
+    );
 
-    assert_eq!(store.setting_or_insert("k", "first").await.unwrap(), "first");
-    assert_eq!(store.setting_or_insert("k", "second").await.unwrap(), "first", "a generated value is kept");
+    assert_eq!(
+        store.setting_or_insert("k", "first").await.unwrap(),
+        "first"
+    );
+    assert_eq!(
+        store.setting_or_insert("k", "second").await.unwrap(),
+        "first",
+        "a generated value is kept"
+    );
 }
 
 #[tokio::test]

@@ -11,17 +11,35 @@ pub struct SimControl {
 
 impl SimControl {
     pub fn new(base_url: &str) -> Self {
-        Self { http: reqwest::Client::new(), base_url: base_url.trim_end_matches('/').to_owned() }
+        Self {
+            http: reqwest::Client::new(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
+        }
     }
 
     pub async fn set_knobs(&self, patch: &KnobsPatch) -> anyhow::Result<Knobs> {
         let url = format!("{}/_sim/knobs", self.base_url);
-        Ok(self.http.post(url).json(patch).send().await?.error_for_status()?.json().await?)
+        Ok(self
+            .http
+            .post(url)
+            .json(patch)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?)
     }
 
     pub async fn knobs(&self) -> anyhow::Result<Knobs> {
         let url = format!("{}/_sim/knobs", self.base_url);
-        Ok(self.http.get(url).send().await?.error_for_status()?.json().await?)
+        Ok(self
+            .http
+            .get(url)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?)
     }
 
     pub async fn pause(&self) -> anyhow::Result<()> {
@@ -34,7 +52,14 @@ impl SimControl {
 
     pub async fn ledger(&self) -> anyhow::Result<Ledger> {
         let url = format!("{}/_sim/ledger", self.base_url);
-        Ok(self.http.get(url).send().await?.error_for_status()?.json().await?)
+        Ok(self
+            .http
+            .get(url)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?)
     }
 
     async fn post_empty(&self, what: &str) -> anyhow::Result<()> {

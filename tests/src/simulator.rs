@@ -11,7 +11,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use reservation::payments::simulator::{Knobs, KnobsPatch, Ledger, SimReply, SimRequest, Simulator, SimulatorConfig};
+use reservation::payments::simulator::{
+    Knobs, KnobsPatch, Ledger, SimReply, SimRequest, Simulator, SimulatorConfig,
+};
 use serde::Deserialize;
 
 /// How to start a simulator server.
@@ -25,7 +27,11 @@ pub struct SimServerConfig {
 
 impl Default for SimServerConfig {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 0)), api_key: None, simulator: SimulatorConfig::default() }
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            api_key: None,
+            simulator: SimulatorConfig::default(),
+        }
     }
 }
 
@@ -61,7 +67,11 @@ pub async fn spawn(config: SimServerConfig) -> std::io::Result<SimulatorHandle> 
             tracing::error!(%error, "simulator server stopped");
         }
     });
-    Ok(SimulatorHandle { base_url: format!("http://{addr}"), simulator, task })
+    Ok(SimulatorHandle {
+        base_url: format!("http://{addr}"),
+        simulator,
+        task,
+    })
 }
 
 pub fn router(sim: Simulator, api_key: Option<String>) -> Router {
@@ -82,13 +92,18 @@ pub fn router(sim: Simulator, api_key: Option<String>) -> Router {
 type FormPairs = Form<Vec<(String, String)>>;
 
 fn idempotency_key(headers: &HeaderMap) -> Option<String> {
-    headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned)
+    headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 async fn serve(state: &AppState, headers: &HeaderMap, req: SimRequest) -> Response {
     if let Some(key) = &state.api_key {
-        let given =
-            headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
         if given != Some(key.as_str()) {
             let body = serde_json::json!({"error": {"type": "invalid_request_error",
                 "code": "api_key_invalid", "message": "Invalid API Key provided"}});
@@ -96,9 +111,11 @@ async fn serve(state: &AppState, headers: &HeaderMap, req: SimRequest) -> Respon
         }
     }
     match state.sim.handle(req).await {
-        SimReply::Answer { status, body } => {
-            (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), Json(body)).into_response()
-        }
+        SimReply::Answer { status, body } => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            Json(body),
+        )
+            .into_response(),
         // The request took effect, but the caller gets a connection cut mid-answer.
         SimReply::Lost => Response::new(Body::from_stream(futures::stream::once(async {
             Err::<Bytes, _>(std::io::Error::other("answer lost"))
@@ -108,7 +125,15 @@ async fn serve(state: &AppState, headers: &HeaderMap, req: SimRequest) -> Respon
 
 async fn create_intent(State(s): State<AppState>, h: HeaderMap, Form(form): FormPairs) -> Response {
     let key = idempotency_key(&h);
-    serve(&s, &h, SimRequest::CreateIntent { idempotency_key: key, form }).await
+    serve(
+        &s,
+        &h,
+        SimRequest::CreateIntent {
+            idempotency_key: key,
+            form,
+        },
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -116,7 +141,11 @@ struct SearchParams {
     query: String,
 }
 
-async fn search(State(s): State<AppState>, h: HeaderMap, Query(p): Query<SearchParams>) -> Response {
+async fn search(
+    State(s): State<AppState>,
+    h: HeaderMap,
+    Query(p): Query<SearchParams>,
+) -> Response {
     serve(&s, &h, SimRequest::SearchIntents { query: p.query }).await
 }
 
@@ -126,17 +155,41 @@ async fn retrieve(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String
 
 async fn capture(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {
     let key = idempotency_key(&h);
-    serve(&s, &h, SimRequest::CaptureIntent { id, idempotency_key: key }).await
+    serve(
+        &s,
+        &h,
+        SimRequest::CaptureIntent {
+            id,
+            idempotency_key: key,
+        },
+    )
+    .await
 }
 
 async fn cancel(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {
     let key = idempotency_key(&h);
-    serve(&s, &h, SimRequest::CancelIntent { id, idempotency_key: key }).await
+    serve(
+        &s,
+        &h,
+        SimRequest::CancelIntent {
+            id,
+            idempotency_key: key,
+        },
+    )
+    .await
 }
 
 async fn create_refund(State(s): State<AppState>, h: HeaderMap, Form(form): FormPairs) -> Response {
     let key = idempotency_key(&h);
-    serve(&s, &h, SimRequest::CreateRefund { idempotency_key: key, form }).await
+    serve(
+        &s,
+        &h,
+        SimRequest::CreateRefund {
+            idempotency_key: key,
+            form,
+        },
+    )
+    .await
 }
 
 async fn get_knobs(State(s): State<AppState>) -> Json<Knobs> {

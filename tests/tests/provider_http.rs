@@ -10,13 +10,18 @@ use reservation::payments::{AuthorizeRequest, Outcome, Provider, StripeClient};
 const KEY: &str = "sk_test_floodgate";
 
 async fn simulator() -> SimulatorHandle {
-    spawn(SimServerConfig { api_key: Some(KEY.into()), ..SimServerConfig::default() })
-        .await
-        .expect("simulator binds 127.0.0.1:0")
+    spawn(SimServerConfig {
+        api_key: Some(KEY.into()),
+        ..SimServerConfig::default()
+    })
+    .await
+    .expect("simulator binds 127.0.0.1:0")
 }
 
 fn client(sim: &SimulatorHandle, timeout_ms: u64) -> Provider {
-    Provider::Http(StripeClient::new(&sim.base_url, KEY, Duration::from_millis(timeout_ms)).unwrap())
+    Provider::Http(
+        StripeClient::new(&sim.base_url, KEY, Duration::from_millis(timeout_ms)).unwrap(),
+    )
 }
 
 fn request(attempt: &str, pm: &str) -> AuthorizeRequest {
@@ -40,10 +45,25 @@ async fn visa_authorizes_then_captures_once() {
     let sim = simulator().await;
     let p = client(&sim, 2_000);
     let pi = payment_id(&p.authorize(&request("att-visa", "pm_card_visa")).await);
-    assert_eq!(p.retrieve(&pi).await, Outcome::Authorized { payment_id: pi.clone() });
-    assert_eq!(p.capture(&pi).await, Outcome::Captured { payment_id: pi.clone() });
+    assert_eq!(
+        p.retrieve(&pi).await,
+        Outcome::Authorized {
+            payment_id: pi.clone()
+        }
+    );
+    assert_eq!(
+        p.capture(&pi).await,
+        Outcome::Captured {
+            payment_id: pi.clone()
+        }
+    );
     // A second capture is refused by the provider and reported as where the payment stands.
-    assert_eq!(p.capture(&pi).await, Outcome::Captured { payment_id: pi.clone() });
+    assert_eq!(
+        p.capture(&pi).await,
+        Outcome::Captured {
+            payment_id: pi.clone()
+        }
+    );
     let ledger = SimControl::new(&sim.base_url).ledger().await.unwrap();
     let rec = &ledger.attempts["att-visa"];
     assert_eq!((rec.authorizations, rec.captures, rec.voids), (1, 1, 0));
@@ -57,7 +77,11 @@ async fn declined_card_is_a_decline_naming_the_intent() {
     let sim = simulator().await;
     let p = client(&sim, 2_000);
     let out = p.authorize(&request("att-decl", "pm_card_declined")).await;
-    let Outcome::Declined { payment_id: Some(pi), reason } = out else {
+    let Outcome::Declined {
+        payment_id: Some(pi),
+        reason,
+    } = out
+    else {
         panic!("expected a decline with its intent, got {out:?}");
     };
     assert_eq!(reason, "generic_decline");
@@ -69,27 +93,52 @@ async fn declined_card_is_a_decline_naming_the_intent() {
 #[tokio::test]
 async fn decline_rate_knob_declines_good_cards() {
     let sim = simulator().await;
-    sim.simulator.set_knobs(&KnobsPatch { decline_rate: Some(1.0), ..Default::default() });
-    let out = client(&sim, 2_000).authorize(&request("att-rate", "pm_card_visa")).await;
-    assert!(matches!(out, Outcome::Declined { payment_id: Some(_), .. }), "{out:?}");
+    sim.simulator.set_knobs(&KnobsPatch {
+        decline_rate: Some(1.0),
+        ..Default::default()
+    });
+    let out = client(&sim, 2_000)
+        .authorize(&request("att-rate", "pm_card_visa"))
+        .await;
+    assert!(
+        matches!(
+            out,
+            Outcome::Declined {
+                payment_id: Some(_),
+                ..
+            }
+        ),
+        "{out:?}"
+    );
 }
 
 #[tokio::test]
 async fn slow_card_past_the_timeout_is_ambiguous_and_search_finds_it() {
     let sim = simulator().await;
-    sim.simulator.set_knobs(&KnobsPatch { slow_ms: Some(1_000), ..Default::default() });
+    sim.simulator.set_knobs(&KnobsPatch {
+        slow_ms: Some(1_000),
+        ..Default::default()
+    });
     let p = client(&sim, 300);
     let out = p.authorize(&request("att-slow", "pm_card_slow")).await;
     assert!(matches!(out, Outcome::Ambiguous { .. }), "{out:?}");
-    assert!(matches!(p.search("att-slow").await, Outcome::Authorized { .. }));
+    assert!(matches!(
+        p.search("att-slow").await,
+        Outcome::Authorized { .. }
+    ));
 }
 
 #[tokio::test]
 async fn slow_card_within_the_timeout_authorizes_after_the_delay() {
     let sim = simulator().await;
-    sim.simulator.set_knobs(&KnobsPatch { slow_ms: Some(300), ..Default::default() });
+    sim.simulator.set_knobs(&KnobsPatch {
+        slow_ms: Some(300),
+        ..Default::default()
+    });
     let started = std::time::Instant::now();
-    let out = client(&sim, 3_000).authorize(&request("att-slow2", "pm_card_slow")).await;
+    let out = client(&sim, 3_000)
+        .authorize(&request("att-slow2", "pm_card_slow"))
+        .await;
     assert!(matches!(out, Outcome::Authorized { .. }), "{out:?}");
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
@@ -101,7 +150,10 @@ async fn lost_answer_is_ambiguous_while_the_intent_exists_and_a_retry_replays_it
     let req = request("att-lost", "pm_card_lost");
     let out = p.authorize(&req).await;
     // The connection is cut before the answer: a transport failure, not an unreadable body.
-    assert!(matches!(&out, Outcome::Ambiguous { why } if why.starts_with("transport")), "{out:?}");
+    assert!(
+        matches!(&out, Outcome::Ambiguous { why } if why.starts_with("transport")),
+        "{out:?}"
+    );
     let found = payment_id(&p.search("att-lost").await);
     // Asking again with the same key returns the stored first answer, not a second charge.
     assert_eq!(payment_id(&p.authorize(&req).await), found);
@@ -117,7 +169,12 @@ async fn error_card_is_ambiguous_and_creates_nothing() {
     let sim = simulator().await;
     let p = client(&sim, 2_000);
     let out = p.authorize(&request("att-err", "pm_card_error")).await;
-    assert_eq!(out, Outcome::Ambiguous { why: "provider answered 500".into() });
+    assert_eq!(
+        out,
+        Outcome::Ambiguous {
+            why: "provider answered 500".into()
+        }
+    );
     assert_eq!(p.search("att-err").await, Outcome::NotFound);
     let ledger = sim.simulator.ledger();
     assert!(!ledger.attempts.contains_key("att-err"));
@@ -128,8 +185,14 @@ async fn error_card_is_ambiguous_and_creates_nothing() {
 async fn error_rate_latency_and_dead_provider_are_ambiguous_never_declines() {
     let sim = simulator().await;
     let p = client(&sim, 200);
-    sim.simulator.set_knobs(&KnobsPatch { error_rate: Some(1.0), ..Default::default() });
-    for out in [p.authorize(&request("att-5xx", "pm_card_visa")).await, p.search("att-5xx").await] {
+    sim.simulator.set_knobs(&KnobsPatch {
+        error_rate: Some(1.0),
+        ..Default::default()
+    });
+    for out in [
+        p.authorize(&request("att-5xx", "pm_card_visa")).await,
+        p.search("att-5xx").await,
+    ] {
         assert!(matches!(out, Outcome::Ambiguous { .. }), "{out:?}");
     }
     sim.simulator.set_knobs(&KnobsPatch {
@@ -156,9 +219,15 @@ async fn same_key_replays_and_another_body_is_refused() {
     let req = request("att-idem", "pm_card_visa");
     let first = payment_id(&p.authorize(&req).await);
     assert_eq!(payment_id(&p.authorize(&req).await), first);
-    let other = AuthorizeRequest { amount_cents: 1, ..req };
+    let other = AuthorizeRequest {
+        amount_cents: 1,
+        ..req
+    };
     let out = p.authorize(&other).await;
-    assert!(matches!(&out, Outcome::Rejected { code, .. } if code == "idempotency_key_in_use"), "{out:?}");
+    assert!(
+        matches!(&out, Outcome::Rejected { code, .. } if code == "idempotency_key_in_use"),
+        "{out:?}"
+    );
     let ledger = sim.simulator.ledger();
     assert_eq!(ledger.attempts["att-idem"].authorizations, 1);
     assert_eq!(ledger.counters.idempotent_replays, 1);
@@ -181,7 +250,10 @@ async fn concurrent_duplicates_charge_once() {
     }
     ids.dedup();
     assert_eq!(ids.len(), 1);
-    assert_eq!(sim.simulator.ledger().attempts["att-race"].authorizations, 1);
+    assert_eq!(
+        sim.simulator.ledger().attempts["att-race"].authorizations,
+        1
+    );
 }
 
 #[tokio::test]
@@ -190,25 +262,67 @@ async fn void_and_refund_are_recorded_once() {
     let p = client(&sim, 2_000);
     let voided = payment_id(&p.authorize(&request("att-void", "pm_card_visa")).await);
     // A refund before capture is refused: the payment is only authorized, void it instead.
-    assert_eq!(p.refund("att-void", &voided).await, Outcome::Authorized { payment_id: voided.clone() });
-    assert_eq!(p.cancel(&voided).await, Outcome::Canceled { payment_id: voided.clone() });
-    assert_eq!(p.cancel(&voided).await, Outcome::Canceled { payment_id: voided.clone() });
-    assert_eq!(p.capture(&voided).await, Outcome::Canceled { payment_id: voided.clone() });
+    assert_eq!(
+        p.refund("att-void", &voided).await,
+        Outcome::Authorized {
+            payment_id: voided.clone()
+        }
+    );
+    assert_eq!(
+        p.cancel(&voided).await,
+        Outcome::Canceled {
+            payment_id: voided.clone()
+        }
+    );
+    assert_eq!(
+        p.cancel(&voided).await,
+        Outcome::Canceled {
+            payment_id: voided.clone()
+        }
+    );
+    assert_eq!(
+        p.capture(&voided).await,
+        Outcome::Canceled {
+            payment_id: voided.clone()
+        }
+    );
 
     let refunded = payment_id(&p.authorize(&request("att-refund", "pm_card_visa")).await);
-    assert!(matches!(p.capture(&refunded).await, Outcome::Captured { .. }));
-    let Outcome::Refunded { refund_id: Some(re) } = p.refund("att-refund", &refunded).await else {
+    assert!(matches!(
+        p.capture(&refunded).await,
+        Outcome::Captured { .. }
+    ));
+    let Outcome::Refunded {
+        refund_id: Some(re),
+    } = p.refund("att-refund", &refunded).await
+    else {
         panic!("expected a refund");
     };
     // Same key: the stored refund is replayed.
-    assert_eq!(p.refund("att-refund", &refunded).await, Outcome::Refunded { refund_id: Some(re) });
-    assert_eq!(p.cancel(&refunded).await, Outcome::Captured { payment_id: refunded.clone() });
+    assert_eq!(
+        p.refund("att-refund", &refunded).await,
+        Outcome::Refunded {
+            refund_id: Some(re)
+        }
+    );
+    assert_eq!(
+        p.cancel(&refunded).await,
+        Outcome::Captured {
+            payment_id: refunded.clone()
+        }
+    );
 
     let ledger = sim.simulator.ledger();
     let v = &ledger.attempts["att-void"];
-    assert_eq!((v.authorizations, v.captures, v.voids, v.refunds), (1, 0, 1, 0));
+    assert_eq!(
+        (v.authorizations, v.captures, v.voids, v.refunds),
+        (1, 0, 1, 0)
+    );
     let r = &ledger.attempts["att-refund"];
-    assert_eq!((r.authorizations, r.captures, r.voids, r.refunds), (1, 1, 0, 1));
+    assert_eq!(
+        (r.authorizations, r.captures, r.voids, r.refunds),
+        (1, 1, 0, 1)
+    );
     assert!(ledger.unsettled().is_empty());
     assert!(ledger.charged_twice().is_empty());
 }
@@ -218,7 +332,10 @@ async fn lost_capture_still_captures() {
     let sim = simulator().await;
     let p = client(&sim, 2_000);
     let pi = payment_id(&p.authorize(&request("att-lostcap", "pm_card_visa")).await);
-    sim.simulator.set_knobs(&KnobsPatch { lost_rate: Some(1.0), ..Default::default() });
+    sim.simulator.set_knobs(&KnobsPatch {
+        lost_rate: Some(1.0),
+        ..Default::default()
+    });
     assert!(matches!(p.capture(&pi).await, Outcome::Ambiguous { .. }));
     assert_eq!(p.retrieve(&pi).await, Outcome::Captured { payment_id: pi });
 }
@@ -229,10 +346,14 @@ async fn pause_holds_calls_until_resume() {
     let control = SimControl::new(&sim.base_url);
     control.pause().await.unwrap();
     let p = client(&sim, 5_000);
-    let call = tokio::spawn(async move { p.authorize(&request("att-pause", "pm_card_visa")).await });
+    let call =
+        tokio::spawn(async move { p.authorize(&request("att-pause", "pm_card_visa")).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!call.is_finished(), "a paused provider must not answer");
-    assert!(control.ledger().await.unwrap().attempts.is_empty(), "nor act");
+    assert!(
+        control.ledger().await.unwrap().attempts.is_empty(),
+        "nor act"
+    );
     control.resume().await.unwrap();
     assert!(matches!(call.await.unwrap(), Outcome::Authorized { .. }));
 }
@@ -240,12 +361,25 @@ async fn pause_holds_calls_until_resume() {
 #[tokio::test]
 async fn bad_api_key_and_unknown_card_are_rejected() {
     let sim = simulator().await;
-    let wrong = Provider::Http(StripeClient::new(&sim.base_url, "sk_wrong", Duration::from_secs(2)).unwrap());
+    let wrong = Provider::Http(
+        StripeClient::new(&sim.base_url, "sk_wrong", Duration::from_secs(2)).unwrap(),
+    );
     let out = wrong.authorize(&request("att-key", "pm_card_visa")).await;
-    assert!(matches!(&out, Outcome::Rejected { code, .. } if code == "api_key_invalid"), "{out:?}");
-    let out = client(&sim, 2_000).authorize(&request("att-pm", "pm_nonsense")).await;
-    assert!(matches!(&out, Outcome::Rejected { code, .. } if code == "resource_missing"), "{out:?}");
-    assert_eq!(client(&sim, 2_000).retrieve("pi_missing").await, Outcome::NotFound);
+    assert!(
+        matches!(&out, Outcome::Rejected { code, .. } if code == "api_key_invalid"),
+        "{out:?}"
+    );
+    let out = client(&sim, 2_000)
+        .authorize(&request("att-pm", "pm_nonsense"))
+        .await;
+    assert!(
+        matches!(&out, Outcome::Rejected { code, .. } if code == "resource_missing"),
+        "{out:?}"
+    );
+    assert_eq!(
+        client(&sim, 2_000).retrieve("pi_missing").await,
+        Outcome::NotFound
+    );
     assert!(sim.simulator.ledger().attempts.is_empty());
 }
 
@@ -254,7 +388,11 @@ async fn knobs_are_settable_over_http() {
     let sim = simulator().await;
     let control = SimControl::new(&sim.base_url);
     let knobs = control
-        .set_knobs(&KnobsPatch { decline_rate: Some(0.25), latency_max_ms: Some(7), ..Default::default() })
+        .set_knobs(&KnobsPatch {
+            decline_rate: Some(0.25),
+            latency_max_ms: Some(7),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(knobs.decline_rate, 0.25);

@@ -10,17 +10,27 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 #[tokio::test]
 async fn the_binary_serves_payments_and_its_ledger() {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_simulator"))
-        .args(["--listen", "127.0.0.1:0", "--webhook-secret", "whsec_bin", "--seed", "7"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--webhook-secret",
+            "whsec_bin",
+            "--seed",
+            "7",
+        ])
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("the simulator binary starts");
     let stdout = child.stdout.take().unwrap();
-    let line = tokio::time::timeout(Duration::from_secs(10), BufReader::new(stdout).lines().next_line())
-        .await
-        .expect("the binary prints its address")
-        .unwrap()
-        .expect("a line");
+    let line = tokio::time::timeout(
+        Duration::from_secs(10),
+        BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("the binary prints its address")
+    .unwrap()
+    .expect("a line");
     let base_url = line.rsplit(' ').next().unwrap().to_owned();
     assert!(base_url.starts_with("http://127.0.0.1:"), "{line}");
 

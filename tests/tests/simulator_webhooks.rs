@@ -33,11 +33,22 @@ async fn receiver(status: StatusCode) -> (String, mpsc::UnboundedReceiver<Delive
     let app = Router::new()
         .route(
             "/hook",
-            post(move |State(tx): State<mpsc::UnboundedSender<Delivery>>, h: HeaderMap, body: Bytes| async move {
-                let signature = h.get("stripe-signature").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                let _ = tx.send(Delivery { signature, body, at: Instant::now() });
-                status
-            }),
+            post(
+                move |State(tx): State<mpsc::UnboundedSender<Delivery>>,
+                      h: HeaderMap,
+                      body: Bytes| async move {
+                    let signature = h
+                        .get("stripe-signature")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    let _ = tx.send(Delivery {
+                        signature,
+                        body,
+                        at: Instant::now(),
+                    });
+                    status
+                },
+            ),
         )
         .with_state(tx);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -46,15 +57,23 @@ async fn receiver(status: StatusCode) -> (String, mpsc::UnboundedReceiver<Delive
     (url, rx)
 }
 
-async fn setup(patch: KnobsPatch) -> (SimulatorHandle, Provider, mpsc::UnboundedReceiver<Delivery>) {
+async fn setup(
+    patch: KnobsPatch,
+) -> (SimulatorHandle, Provider, mpsc::UnboundedReceiver<Delivery>) {
     let (url, rx) = receiver(StatusCode::OK).await;
     let sim = spawn(SimServerConfig {
-        simulator: SimulatorConfig { webhook_secret: SECRET.into(), ..Default::default() },
+        simulator: SimulatorConfig {
+            webhook_secret: SECRET.into(),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await
     .unwrap();
-    sim.simulator.set_knobs(&KnobsPatch { webhook_url: Some(url), ..patch });
+    sim.simulator.set_knobs(&KnobsPatch {
+        webhook_url: Some(url),
+        ..patch
+    });
     let p = Provider::Http(StripeClient::new(&sim.base_url, "sk", Duration::from_secs(3)).unwrap());
     (sim, p, rx)
 }
@@ -97,35 +116,69 @@ async fn webhooks_are_signed_and_bad_or_old_signatures_fail() {
     let pi = authorized(&p, "att-sig").await;
     let d = next(&mut rx).await;
     let sig = d.signature.as_deref();
-    assert_eq!(webhook::verify(SECRET.as_bytes(), sig, &d.body, now()), Ok(()));
+    assert_eq!(
+        webhook::verify(SECRET.as_bytes(), sig, &d.body, now()),
+        Ok(())
+    );
     let event = d.event();
     assert_eq!(event.kind, "payment_intent.amount_capturable_updated");
-    assert_eq!((event.payment_id(), event.attempt_id()), (pi.as_str(), Some("att-sig")));
-    assert_eq!(event.data.object.status.as_deref(), Some("requires_capture"));
+    assert_eq!(
+        (event.payment_id(), event.attempt_id()),
+        (pi.as_str(), Some("att-sig"))
+    );
+    assert_eq!(
+        event.data.object.status.as_deref(),
+        Some("requires_capture")
+    );
 
-    assert_eq!(webhook::verify(b"another secret", sig, &d.body, now()), Err(SignatureError::BadSignature));
+    assert_eq!(
+        webhook::verify(b"another secret", sig, &d.body, now()),
+        Err(SignatureError::BadSignature)
+    );
     let mut tampered = d.body.to_vec();
     tampered.extend_from_slice(b" ");
-    assert_eq!(webhook::verify(SECRET.as_bytes(), sig, &tampered, now()), Err(SignatureError::BadSignature));
     assert_eq!(
-        webhook::verify(SECRET.as_bytes(), sig, &d.body, now() + webhook::TOLERANCE_S + 5),
+        webhook::verify(SECRET.as_bytes(), sig, &tampered, now()),
+        Err(SignatureError::BadSignature)
+    );
+    assert_eq!(
+        webhook::verify(
+            SECRET.as_bytes(),
+            sig,
+            &d.body,
+            now() + webhook::TOLERANCE_S + 5
+        ),
         Err(SignatureError::TooOld)
     );
-    assert_eq!(webhook::verify(SECRET.as_bytes(), None, &d.body, now()), Err(SignatureError::Missing));
+    assert_eq!(
+        webhook::verify(SECRET.as_bytes(), None, &d.body, now()),
+        Err(SignatureError::Missing)
+    );
 }
 
 #[tokio::test]
 async fn each_money_movement_sends_its_event() {
     let (_sim, p, mut rx) = setup(KnobsPatch::default()).await;
-    let declined = p.authorize(&AuthorizeRequest { payment_method: "pm_card_declined".into(), ..visa("att-d") }).await;
+    let declined = p
+        .authorize(&AuthorizeRequest {
+            payment_method: "pm_card_declined".into(),
+            ..visa("att-d")
+        })
+        .await;
     assert!(matches!(declined, Outcome::Declined { .. }));
-    assert_eq!(next(&mut rx).await.event().kind, "payment_intent.payment_failed");
+    assert_eq!(
+        next(&mut rx).await.event().kind,
+        "payment_intent.payment_failed"
+    );
 
     let voided = authorized(&p, "att-v").await;
     next(&mut rx).await;
     p.cancel(&voided).await;
     let e = next(&mut rx).await.event();
-    assert_eq!((e.kind.as_str(), e.payment_id()), ("payment_intent.canceled", voided.as_str()));
+    assert_eq!(
+        (e.kind.as_str(), e.payment_id()),
+        ("payment_intent.canceled", voided.as_str())
+    );
 
     let paid = authorized(&p, "att-r").await;
     next(&mut rx).await;
@@ -135,13 +188,20 @@ async fn each_money_movement_sends_its_event() {
     let e = next(&mut rx).await.event();
     assert_eq!(e.kind, "charge.refunded");
     assert_eq!(e.data.object.object, "charge");
-    assert_eq!((e.payment_id(), e.attempt_id()), (paid.as_str(), Some("att-r")));
+    assert_eq!(
+        (e.payment_id(), e.attempt_id()),
+        (paid.as_str(), Some("att-r"))
+    );
     nothing_more(&mut rx).await;
 }
 
 #[tokio::test]
 async fn duplicate_knob_delivers_each_event_twice() {
-    let (sim, p, mut rx) = setup(KnobsPatch { webhook_duplicate_rate: Some(1.0), ..Default::default() }).await;
+    let (sim, p, mut rx) = setup(KnobsPatch {
+        webhook_duplicate_rate: Some(1.0),
+        ..Default::default()
+    })
+    .await;
     authorized(&p, "att-dup").await;
     let (a, b) = (next(&mut rx).await.event(), next(&mut rx).await.event());
     assert_eq!(a, b, "the same event, same id, twice");
@@ -151,9 +211,12 @@ async fn duplicate_knob_delivers_each_event_twice() {
 
 #[tokio::test]
 async fn out_of_order_knob_swaps_successive_events() {
-    let (_sim, p, mut rx) =
-        setup(KnobsPatch { webhook_out_of_order: Some(true), reorder_window_ms: Some(1_000), ..Default::default() })
-            .await;
+    let (_sim, p, mut rx) = setup(KnobsPatch {
+        webhook_out_of_order: Some(true),
+        reorder_window_ms: Some(1_000),
+        ..Default::default()
+    })
+    .await;
     let pi = authorized(&p, "att-ooo").await;
     p.capture(&pi).await;
     let first = next(&mut rx).await.event();
@@ -171,7 +234,11 @@ async fn out_of_order_knob_swaps_successive_events() {
 
 #[tokio::test]
 async fn delay_knob_holds_webhooks_back() {
-    let (_sim, p, mut rx) = setup(KnobsPatch { webhook_delay_ms: Some(400), ..Default::default() }).await;
+    let (_sim, p, mut rx) = setup(KnobsPatch {
+        webhook_delay_ms: Some(400),
+        ..Default::default()
+    })
+    .await;
     let started = Instant::now();
     authorized(&p, "att-delay").await;
     let d = next(&mut rx).await;
@@ -182,12 +249,24 @@ async fn delay_knob_holds_webhooks_back() {
 async fn a_refusing_receiver_is_retried_then_counted_as_failed() {
     let (url, mut rx) = receiver(StatusCode::INTERNAL_SERVER_ERROR).await;
     let sim = spawn(SimServerConfig::default()).await.unwrap();
-    sim.simulator.set_knobs(&KnobsPatch { webhook_url: Some(url), ..Default::default() });
+    sim.simulator.set_knobs(&KnobsPatch {
+        webhook_url: Some(url),
+        ..Default::default()
+    });
     let p = Provider::Http(StripeClient::new(&sim.base_url, "sk", Duration::from_secs(3)).unwrap());
     authorized(&p, "att-retry").await;
-    let ids: Vec<String> =
-        [next(&mut rx).await, next(&mut rx).await, next(&mut rx).await].iter().map(|d| d.event().id).collect();
-    assert!(ids.windows(2).all(|w| w[0] == w[1]), "retries resend the same event");
+    let ids: Vec<String> = [
+        next(&mut rx).await,
+        next(&mut rx).await,
+        next(&mut rx).await,
+    ]
+    .iter()
+    .map(|d| d.event().id)
+    .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] == w[1]),
+        "retries resend the same event"
+    );
     nothing_more(&mut rx).await;
     let counters = sim.simulator.ledger().counters;
     assert_eq!((counters.webhooks_sent, counters.webhooks_failed), (0, 1));

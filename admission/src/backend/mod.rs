@@ -168,7 +168,12 @@ impl Backend {
         dispatch!(self.claim_start(event, seq, now))
     }
 
-    pub(crate) async fn claim_done(&self, event: &str, seq: u64, now: Option<UnixMs>) -> Result<(), BackendError> {
+    pub(crate) async fn claim_done(
+        &self,
+        event: &str,
+        seq: u64,
+        now: Option<UnixMs>,
+    ) -> Result<(), BackendError> {
         dispatch!(self.claim_done(event, seq, now))
     }
 

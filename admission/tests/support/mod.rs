@@ -23,10 +23,13 @@ pub fn redis_url() -> String {
 /// Panics loudly when Redis does not answer: a skipped backend is a defect.
 pub async fn require_redis(url: &str) {
     let client = redis::Client::open(url).unwrap_or_else(|e| panic!("REDIS_URL={url}: {e}"));
-    let mut conn = tokio::time::timeout(Duration::from_secs(5), client.get_multiplexed_async_connection())
-        .await
-        .unwrap_or_else(|_| panic!("REDIS_URL={url} did not answer within 5 s"))
-        .unwrap_or_else(|e| panic!("REDIS_URL={url} did not answer: {e}"));
+    let mut conn = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.get_multiplexed_async_connection(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("REDIS_URL={url} did not answer within 5 s"))
+    .unwrap_or_else(|e| panic!("REDIS_URL={url} did not answer: {e}"));
     let pong: String = redis::cmd("PING")
         .query_async(&mut conn)
         .await
@@ -77,7 +80,13 @@ impl Harness {
         Self::with(kind, name, clock, url, tune).await
     }
 
-    pub async fn with(kind: Kind, name: &str, clock: Clock, url: String, tune: impl FnOnce(&mut Control)) -> Harness {
+    pub async fn with(
+        kind: Kind,
+        name: &str,
+        clock: Clock,
+        url: String,
+        tune: impl FnOnce(&mut Control),
+    ) -> Harness {
         if kind == Kind::Redis {
             require_redis(&url).await;
         }
@@ -86,13 +95,24 @@ impl Harness {
         let mut c = control(at(clock.now_ms() - 1000), "seed-of-the-test-event");
         tune(&mut c);
         db.set_control(&event, c);
-        let adm = Admission::connect(&url, db.clone(), config(&clock)).await.expect("admission connects");
-        Harness { kind, adm, db, clock, event, url }
+        let adm = Admission::connect(&url, db.clone(), config(&clock))
+            .await
+            .expect("admission connects");
+        Harness {
+            kind,
+            adm,
+            db,
+            clock,
+            event,
+            url,
+        }
     }
 
     /// A second instance over the same queue backend, database and clock.
     pub async fn instance(&self) -> Admission {
-        Admission::connect(&self.url, self.db.clone(), config(&self.clock)).await.expect("admission connects")
+        Admission::connect(&self.url, self.db.clone(), config(&self.clock))
+            .await
+            .expect("admission connects")
     }
 
     pub async fn advance(&self, by: Duration) {
@@ -103,7 +123,10 @@ impl Harness {
     }
 
     pub async fn join(&self) -> Joined {
-        self.adm.join(&self.event, client(), None).await.expect("join")
+        self.adm
+            .join(&self.event, client(), None)
+            .await
+            .expect("join")
     }
 
     pub async fn join_n(&self, n: usize) -> Vec<Joined> {

@@ -25,7 +25,8 @@ pub fn router() -> Router<AppState> {
 }
 
 pub fn event_id(id: &str) -> Result<EventId, Problem> {
-    id.parse::<EventId>().map_err(|error| Problem::bad_request(error.to_string()))
+    id.parse::<EventId>()
+        .map_err(|error| Problem::bad_request(error.to_string()))
 }
 
 pub fn state_name(state: EventState) -> &'static str {
@@ -53,18 +54,26 @@ async fn event(State(state): State<AppState>, PathId(id): PathId) -> Result<Resp
     .into_response())
 }
 
-async fn seats(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn seats(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     let event_id = event_id(&id)?;
     let snapshot = snapshot(&state, &event_id).await?;
     let etag = HeaderValue::from_str(&snapshot.etag).map_err(|_| Problem::internal())?;
-    let fresh = headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == snapshot.etag.as_bytes());
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == snapshot.etag.as_bytes());
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         ([(header::CONTENT_TYPE, "application/json")], snapshot.body).into_response()
     };
     response.headers_mut().insert(header::ETAG, etag);
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     Ok(response)
 }
 
@@ -85,7 +94,8 @@ pub async fn snapshot(state: &AppState, event: &EventId) -> Result<SeatSnapshot,
                     })
                 })
                 .collect();
-            let body = serde_json::to_vec(&json!({ "seats": list })).map_err(|_| Problem::internal())?;
+            let body =
+                serde_json::to_vec(&json!({ "seats": list })).map_err(|_| Problem::internal())?;
             Ok::<_, Problem>(SeatSnapshot::new(Bytes::from(body), seats_left))
         })
         .await
@@ -94,8 +104,7 @@ pub async fn snapshot(state: &AppState, event: &EventId) -> Result<SeatSnapshot,
 async fn fairness(State(state): State<AppState>, PathId(id): PathId) -> Result<Response, Problem> {
     event_id(&id)?;
     let fairness = state.admission.fairness(&id).await?;
-    let mut body =
-        json!({ "seed_commitment": fairness.seed_commitment, "algorithm": "HMAC-SHA256(seed, ticket_id), ascending" });
+    let mut body = json!({ "seed_commitment": fairness.seed_commitment, "algorithm": "HMAC-SHA256(seed, ticket_id), ascending" });
     if let Some(seed) = fairness.seed {
         body["seed"] = json!(seed);
     }

@@ -8,7 +8,9 @@ use crate::problem::Problem;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ready))
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
 }
 
 async fn ready(State(state): State<AppState>) -> Result<&'static str, Problem> {

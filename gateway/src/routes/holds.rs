@@ -26,7 +26,10 @@ pub fn router() -> Router<AppState> {
         .route("/api/events/{event}/holds", post(create))
         .route("/api/holds/{hold}/extend", post(extend))
         .route("/api/holds/{hold}/checkout", post(checkout))
-        .route("/api/holds/{hold}", axum::routing::get(read).delete(release))
+        .route(
+            "/api/holds/{hold}",
+            axum::routing::get(read).delete(release),
+        )
 }
 
 /// `{"seats": [...]}` (named seats) or `{"section": "GA", "quantity": 2}` (general admission).
@@ -45,7 +48,8 @@ struct CheckoutRequest {
 }
 
 pub fn hold_id(id: &str) -> Result<HoldId, Problem> {
-    id.parse::<HoldId>().map_err(|error| Problem::bad_request(error.to_string()))
+    id.parse::<HoldId>()
+        .map_err(|error| Problem::bad_request(error.to_string()))
 }
 
 /// A hold as API.md shows it; `expires_in_s` is what a countdown starts from.
@@ -111,7 +115,11 @@ async fn create(
     .await
 }
 
-async fn extend(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn extend(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     let hold = hold_id(&id)?;
     let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
     let hold = state.store.extend(&session, &hold).await?;
@@ -130,11 +138,13 @@ async fn checkout(
 ) -> Result<Response, Problem> {
     let hold = hold_id(&id)?;
     let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
-    let key =
-        idempotent::key(&headers)?.ok_or_else(|| Problem::bad_request("checkout needs an Idempotency-Key header"))?;
+    let key = idempotent::key(&headers)?
+        .ok_or_else(|| Problem::bad_request("checkout needs an Idempotency-Key header"))?;
     let request: CheckoutRequest = body::parse(&headers, &raw)?;
     if request.payment_method.is_empty() || request.payment_method.len() > 64 {
-        return Err(Problem::bad_request("payment_method must be 1-64 characters"));
+        return Err(Problem::bad_request(
+            "payment_method must be 1-64 characters",
+        ));
     }
     let route = format!("checkout:{}", hold.as_str());
     idempotent::once(&state, Some(&key), session.as_str(), &route, &body::hash(&raw), || async {
@@ -147,7 +157,11 @@ async fn checkout(
     .await
 }
 
-async fn release(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn release(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     let hold = hold_id(&id)?;
     let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
     state.store.release(&session, &hold).await?;
@@ -155,10 +169,18 @@ async fn release(State(state): State<AppState>, PathId(id): PathId, headers: Hea
 }
 
 /// With an admission token the hold must be the session's; with a receipt key, the key's.
-async fn read(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn read(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     let hold_id = hold_id(&id)?;
     let hold = if let Some(receipt) = auth::receipt(&headers) {
-        let hold = state.store.get_hold_by_receipt(receipt).await.map_err(|_| Problem::not_found("no such hold"))?;
+        let hold = state
+            .store
+            .get_hold_by_receipt(receipt)
+            .await
+            .map_err(|_| Problem::not_found("no such hold"))?;
         if hold.hold_id != hold_id {
             return Err(Problem::not_found("no such hold"));
         }

@@ -19,10 +19,20 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/orders/{order}", get(read))
 }
 
-async fn read(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
-    let order_id = id.parse::<OrderId>().map_err(|error| Problem::bad_request(error.to_string()))?;
+async fn read(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let order_id = id
+        .parse::<OrderId>()
+        .map_err(|error| Problem::bad_request(error.to_string()))?;
     let not_found = || Problem::not_found("no such order");
-    let order = state.store.get_order(&order_id).await?.ok_or_else(not_found)?;
+    let order = state
+        .store
+        .get_order(&order_id)
+        .await?
+        .ok_or_else(not_found)?;
     let hold = state.store.get_hold(&order.hold_id).await?;
     let allowed = if let Some(receipt) = auth::receipt(&headers) {
         hold.receipt_key.as_bytes() == receipt.as_bytes()

@@ -47,21 +47,32 @@ async fn join(
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
-async fn status(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn status(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     event_id(&id)?;
     let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let status = state.admission.status(&claims).await?;
     let mut response = axum::Json(status).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
 
-async fn claim(State(state): State<AppState>, PathId(id): PathId, headers: HeaderMap) -> Result<Response, Problem> {
+async fn claim(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
     event_id(&id)?;
     let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let admitted = state.admission.claim(&claims).await?;
     metrics::counter!("floodgate_admitted_total").increment(1);
-    let expires_ms = i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    let expires_ms =
+        i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
     Ok(axum::Json(json!({
         "admission_token": admitted.admission_token,
         "session_id": admitted.session_id,

@@ -58,8 +58,15 @@ async fn upgrade(
 }
 
 async fn refuse(mut socket: WebSocket, code: &'static str) {
-    let _ = socket.send(text(&json!({"type": "error", "code": code}))).await;
-    let _ = socket.send(Message::Close(Some(CloseFrame { code: close_code::POLICY, reason: code.into() }))).await;
+    let _ = socket
+        .send(text(&json!({"type": "error", "code": code})))
+        .await;
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code: close_code::POLICY,
+            reason: code.into(),
+        })))
+        .await;
 }
 
 fn text(value: &Value) -> Message {
@@ -161,7 +168,9 @@ async fn serve(state: AppState, claims: QueueClaims, mut socket: WebSocket) {
 }
 
 fn is_claim(body: &str) -> bool {
-    serde_json::from_str::<Value>(body).ok().is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("claim"))
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("claim"))
 }
 
 /// Sends what changed for this buyer. Returns false when the socket is gone.
@@ -189,7 +198,11 @@ async fn push(
             .map(|per_min| ((position + 1) as f64 * 60.0 / per_min).ceil() as u64);
         if told.status == Some("paused") {
             told.status = None;
-            if socket.send(text(&json!({"type": "status", "status": "waiting"}))).await.is_err() {
+            if socket
+                .send(text(&json!({"type": "status", "status": "waiting"})))
+                .await
+                .is_err()
+            {
                 return false;
             }
         }
@@ -199,7 +212,9 @@ async fn push(
         told.position = Some(position);
         told.wait = wait;
         return socket
-            .send(text(&json!({"type": "position", "position": position, "estimated_wait_s": wait})))
+            .send(text(
+                &json!({"type": "position", "position": position, "estimated_wait_s": wait}),
+            ))
             .await
             .is_ok();
     }
@@ -212,7 +227,12 @@ async fn push(
                 }
                 told.status = Some("offered");
                 let left = status.offer_expires_in_s.unwrap_or(0);
-                socket.send(text(&json!({"type": "offered", "offer_expires_in_s": left}))).await.is_ok()
+                socket
+                    .send(text(
+                        &json!({"type": "offered", "offer_expires_in_s": left}),
+                    ))
+                    .await
+                    .is_ok()
             }
             QueueStatus::OfferLapsed => send_status(told, socket, "offer_lapsed").await,
             QueueStatus::Admitted => send_status(told, socket, "admitted").await,
@@ -234,15 +254,25 @@ async fn send_status(told: &mut Told, socket: &mut WebSocket, status: &'static s
         // The token itself comes with the claim; nothing more to say here.
         return true;
     }
-    socket.send(text(&json!({"type": "status", "status": status}))).await.is_ok()
+    socket
+        .send(text(&json!({"type": "status", "status": status})))
+        .await
+        .is_ok()
 }
 
-async fn claim(state: &AppState, claims: &QueueClaims, told: &mut Told, socket: &mut WebSocket) -> bool {
+async fn claim(
+    state: &AppState,
+    claims: &QueueClaims,
+    told: &mut Told,
+    socket: &mut WebSocket,
+) -> bool {
     let message = match state.admission.claim(claims).await {
         Ok(admitted) => {
             metrics::counter!("floodgate_admitted_total").increment(1);
             told.status = Some("admitted");
-            let expires_ms = i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+            let expires_ms =
+                i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000)
+                    .unwrap_or(0);
             json!({
                 "type": "admitted",
                 "admission_token": admitted.admission_token,

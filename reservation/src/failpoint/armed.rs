@@ -12,7 +12,10 @@ pub const ANY_SCOPE: &str = "*";
 
 enum Action {
     Crash,
-    Pause { reached: oneshot::Sender<()>, release: oneshot::Receiver<()> },
+    Pause {
+        reached: oneshot::Sender<()>,
+        release: oneshot::Receiver<()>,
+    },
 }
 
 type Registry = HashMap<(Point, String), Action>;
@@ -27,7 +30,8 @@ fn registry() -> MutexGuard<'static, Registry> {
 pub async fn hit(point: Point, scope: &str) -> Result<(), FailpointCrash> {
     let action = {
         let mut reg = registry();
-        reg.remove(&(point, scope.to_owned())).or_else(|| reg.remove(&(point, ANY_SCOPE.to_owned())))
+        reg.remove(&(point, scope.to_owned()))
+            .or_else(|| reg.remove(&(point, ANY_SCOPE.to_owned())))
     };
     match action {
         None => Ok(()),
@@ -61,7 +65,10 @@ impl Drop for Armed {
 
 fn arm(point: Point, scope: &str, action: Action) -> Armed {
     registry().insert((point, scope.to_owned()), action);
-    Armed { point, scope: scope.to_owned() }
+    Armed {
+        point,
+        scope: scope.to_owned(),
+    }
 }
 
 /// Arms a one-shot crash: the next `hit(point, scope)` returns `Err(FailpointCrash)`.
@@ -96,8 +103,19 @@ impl Paused {
 pub fn pause(point: Point, scope: &str) -> Paused {
     let (reached_tx, reached_rx) = oneshot::channel();
     let (release_tx, release_rx) = oneshot::channel();
-    let armed = arm(point, scope, Action::Pause { reached: reached_tx, release: release_rx });
-    Paused { reached: reached_rx, release: Some(release_tx), _armed: armed }
+    let armed = arm(
+        point,
+        scope,
+        Action::Pause {
+            reached: reached_tx,
+            release: release_rx,
+        },
+    );
+    Paused {
+        reached: reached_rx,
+        release: Some(release_tx),
+        _armed: armed,
+    }
 }
 
 #[cfg(test)]
@@ -122,7 +140,10 @@ mod tests {
         });
         assert!(paused.reached().await);
         tokio::time::sleep(Duration::from_secs(60)).await;
-        assert!(!done.load(Ordering::SeqCst), "the task must wait at the point");
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the task must wait at the point"
+        );
         paused.release();
         task.await.unwrap().unwrap();
         assert!(done.load(Ordering::SeqCst));
@@ -159,9 +180,15 @@ mod tests {
 
     #[tokio::test]
     async fn many_parallel_scopes_do_not_interfere() {
-        let armed: Vec<_> = (0..50).map(|i| crash(Point::AfterProviderAuthorized, &format!("ev-par-{i}"))).collect();
+        let armed: Vec<_> = (0..50)
+            .map(|i| crash(Point::AfterProviderAuthorized, &format!("ev-par-{i}")))
+            .collect();
         let tasks: Vec<_> = (0..100)
-            .map(|i| tokio::spawn(async move { hit(Point::AfterProviderAuthorized, &format!("ev-par-{i}")).await }))
+            .map(|i| {
+                tokio::spawn(async move {
+                    hit(Point::AfterProviderAuthorized, &format!("ev-par-{i}")).await
+                })
+            })
             .collect();
         for (i, t) in tasks.into_iter().enumerate() {
             assert_eq!(t.await.unwrap().is_err(), i < 50, "scope {i}");

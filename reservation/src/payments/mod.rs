@@ -100,7 +100,11 @@ impl Provider {
     /// `url` unset gives a fresh in-process simulator (the embedded default).
     pub fn from_config(config: &PaymentConfig) -> Result<Self, ProviderError> {
         match &config.url {
-            Some(url) => Ok(Provider::Http(StripeClient::new(url, &config.api_key, config.request_timeout)?)),
+            Some(url) => Ok(Provider::Http(StripeClient::new(
+                url,
+                &config.api_key,
+                config.request_timeout,
+            )?)),
             None => Ok(Provider::Simulated(Simulated {
                 simulator: Simulator::new(simulator::SimulatorConfig {
                     webhook_secret: config.webhook_secret.clone(),
@@ -156,7 +160,10 @@ impl Provider {
     pub async fn refund(&self, attempt_id: &str, payment_id: &str) -> Outcome {
         match self {
             Provider::Http(c) => c.refund(attempt_id, payment_id).await,
-            Provider::Simulated(s) => s.call(simulator::SimRequest::refund(attempt_id, payment_id)).await,
+            Provider::Simulated(s) => {
+                s.call(simulator::SimRequest::refund(attempt_id, payment_id))
+                    .await
+            }
         }
     }
 }

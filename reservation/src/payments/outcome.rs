@@ -11,7 +11,10 @@ pub enum Outcome {
     /// `requires_capture`: the money is held; finalize, then capture.
     Authorized { payment_id: String },
     /// `requires_payment_method` or a card error: no money is held.
-    Declined { payment_id: Option<String>, reason: String },
+    Declined {
+        payment_id: Option<String>,
+        reason: String,
+    },
     /// `succeeded`: the money is taken.
     Captured { payment_id: String },
     /// `processing`: the provider has not decided yet; ask again later.
@@ -76,7 +79,10 @@ struct RefundBody {
 
 impl WireError {
     fn reason(&self) -> String {
-        self.decline_code.clone().or_else(|| self.code.clone()).unwrap_or_else(|| "card_declined".to_owned())
+        self.decline_code
+            .clone()
+            .or_else(|| self.code.clone())
+            .unwrap_or_else(|| "card_declined".to_owned())
     }
 }
 
@@ -141,7 +147,9 @@ fn classify_success(body: &[u8], expect: Expect) -> Outcome {
             Err(e) => Outcome::ambiguous(format!("unreadable search result: {e}")),
         },
         Expect::Refund => match serde_json::from_slice::<RefundBody>(body) {
-            Ok(r) if r.object == "refund" => Outcome::Refunded { refund_id: Some(r.id) },
+            Ok(r) if r.object == "refund" => Outcome::Refunded {
+                refund_id: Some(r.id),
+            },
             Ok(r) => Outcome::ambiguous(format!("expected a refund, got {}", r.object)),
             Err(e) => Outcome::ambiguous(format!("unreadable refund: {e}")),
         },
@@ -167,7 +175,10 @@ fn classify_refusal(status: u16, body: &[u8]) -> Outcome {
     if let Some(intent) = &error.payment_intent {
         return from_intent(intent);
     }
-    Outcome::Rejected { code, message: error.message.unwrap_or_default() }
+    Outcome::Rejected {
+        code,
+        message: error.message.unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]
@@ -177,10 +188,19 @@ mod tests {
     #[test]
     fn server_errors_and_garbage_are_ambiguous_never_declines() {
         for status in [500, 502, 503, 409, 429] {
-            assert!(matches!(classify(status, b"{}", Expect::Intent), Outcome::Ambiguous { .. }));
+            assert!(matches!(
+                classify(status, b"{}", Expect::Intent),
+                Outcome::Ambiguous { .. }
+            ));
         }
-        assert!(matches!(classify(200, b"<html>", Expect::Intent), Outcome::Ambiguous { .. }));
-        assert!(matches!(classify(402, b"not json", Expect::Intent), Outcome::Ambiguous { .. }));
+        assert!(matches!(
+            classify(200, b"<html>", Expect::Intent),
+            Outcome::Ambiguous { .. }
+        ));
+        assert!(matches!(
+            classify(402, b"not json", Expect::Intent),
+            Outcome::Ambiguous { .. }
+        ));
     }
 
     #[test]
@@ -188,7 +208,10 @@ mod tests {
         let body = br#"{"error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds","payment_intent":{"id":"pi_1","status":"requires_payment_method"}}}"#;
         assert_eq!(
             classify(402, body, Expect::Intent),
-            Outcome::Declined { payment_id: Some("pi_1".into()), reason: "insufficient_funds".into() }
+            Outcome::Declined {
+                payment_id: Some("pi_1".into()),
+                reason: "insufficient_funds".into()
+            }
         );
     }
 }

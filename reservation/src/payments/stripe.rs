@@ -16,7 +16,9 @@ pub struct StripeClient {
 impl std::fmt::Debug for StripeClient {
     // The API key is a secret: never in Debug output or logs.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StripeClient").field("base_url", &self.base_url).finish_non_exhaustive()
+        f.debug_struct("StripeClient")
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -28,7 +30,11 @@ impl StripeClient {
             .connect_timeout(timeout)
             .build()
             .map_err(|e| ProviderError::Config(e.to_string()))?;
-        Ok(Self { http, base_url: base_url.trim_end_matches('/').to_owned(), api_key: api_key.to_owned() })
+        Ok(Self {
+            http,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.to_owned(),
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -45,23 +51,31 @@ impl StripeClient {
     }
 
     pub(crate) async fn retrieve(&self, payment_id: &str) -> Outcome {
-        let request = self.http.get(self.url(&format!("/v1/payment_intents/{payment_id}")));
+        let request = self
+            .http
+            .get(self.url(&format!("/v1/payment_intents/{payment_id}")));
         self.send(request, Expect::Intent).await
     }
 
     pub(crate) async fn search(&self, attempt_id: &str) -> Outcome {
-        let request =
-            self.http.get(self.url("/v1/payment_intents/search")).query(&[("query", search_query(attempt_id))]);
+        let request = self
+            .http
+            .get(self.url("/v1/payment_intents/search"))
+            .query(&[("query", search_query(attempt_id))]);
         self.send(request, Expect::Search).await
     }
 
     pub(crate) async fn capture(&self, payment_id: &str) -> Outcome {
-        let request = self.http.post(self.url(&format!("/v1/payment_intents/{payment_id}/capture")));
+        let request = self
+            .http
+            .post(self.url(&format!("/v1/payment_intents/{payment_id}/capture")));
         self.send(request, Expect::Intent).await
     }
 
     pub(crate) async fn cancel(&self, payment_id: &str) -> Outcome {
-        let request = self.http.post(self.url(&format!("/v1/payment_intents/{payment_id}/cancel")));
+        let request = self
+            .http
+            .post(self.url(&format!("/v1/payment_intents/{payment_id}/cancel")));
         self.send(request, Expect::Intent).await
     }
 

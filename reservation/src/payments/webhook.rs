@@ -38,12 +38,20 @@ pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
 }
 
 /// Checks a `Stripe-Signature` header against the raw body, at `now` (unix seconds).
-pub fn verify(secret: &[u8], header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
+pub fn verify(
+    secret: &[u8],
+    header: Option<&str>,
+    body: &[u8],
+    now: i64,
+) -> Result<(), SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?;
     let mut t = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {
-        let (k, v) = part.trim().split_once('=').ok_or(SignatureError::Malformed)?;
+        let (k, v) = part
+            .trim()
+            .split_once('=')
+            .ok_or(SignatureError::Malformed)?;
         match k {
             "t" => t = Some(v.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
             "v1" => signatures.push(hex::decode(v).map_err(|_| SignatureError::Malformed)?),
@@ -56,7 +64,10 @@ pub fn verify(secret: &[u8], header: Option<&str>, body: &[u8], now: i64) -> Res
         return Err(SignatureError::Malformed);
     }
     // `verify_slice` compares in constant time, so a forger learns nothing from timing.
-    if !signatures.iter().any(|s| mac(secret, t, body).verify_slice(s).is_ok()) {
+    if !signatures
+        .iter()
+        .any(|s| mac(secret, t, body).verify_slice(s).is_ok())
+    {
         return Err(SignatureError::BadSignature);
     }
     if (now - t).abs() > TOLERANCE_S {
@@ -148,13 +159,36 @@ mod tests {
     #[test]
     fn each_failure_has_its_own_error() {
         let header = sign(SECRET, 1_000, BODY);
-        assert_eq!(verify(SECRET, None, BODY, 1_000), Err(SignatureError::Missing));
-        for bad in ["", "t=abc,v1=00", "v1=00", "t=1000", "t=1000,v1=zz", "garbage"] {
-            assert_eq!(verify(SECRET, Some(bad), BODY, 1_000), Err(SignatureError::Malformed), "{bad}");
+        assert_eq!(
+            verify(SECRET, None, BODY, 1_000),
+            Err(SignatureError::Missing)
+        );
+        for bad in [
+            "",
+            "t=abc,v1=00",
+            "v1=00",
+            "t=1000",
+            "t=1000,v1=zz",
+            "garbage",
+        ] {
+            assert_eq!(
+                verify(SECRET, Some(bad), BODY, 1_000),
+                Err(SignatureError::Malformed),
+                "{bad}"
+            );
         }
-        assert_eq!(verify(b"wrong", Some(&header), BODY, 1_000), Err(SignatureError::BadSignature));
-        assert_eq!(verify(SECRET, Some(&header), b"{}", 1_000), Err(SignatureError::BadSignature));
-        assert_eq!(verify(SECRET, Some(&header), BODY, 1_000 + TOLERANCE_S + 1), Err(SignatureError::TooOld));
+        assert_eq!(
+            verify(b"wrong", Some(&header), BODY, 1_000),
+            Err(SignatureError::BadSignature)
+        );
+        assert_eq!(
+            verify(SECRET, Some(&header), b"{}", 1_000),
+            Err(SignatureError::BadSignature)
+        );
+        assert_eq!(
+            verify(SECRET, Some(&header), BODY, 1_000 + TOLERANCE_S + 1),
+            Err(SignatureError::TooOld)
+        );
         assert!(parse_event(b"{\"id\":1}").is_err());
     }
 }

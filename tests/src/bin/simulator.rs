@@ -26,7 +26,9 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
     let args = Args::parse();
     let handle = spawn(SimServerConfig {
         listen: args.listen,
@@ -34,7 +36,10 @@ async fn main() -> anyhow::Result<()> {
         simulator: SimulatorConfig {
             seed: args.seed,
             webhook_secret: args.webhook_secret,
-            knobs: Knobs { webhook_url: args.webhook_url, ..Knobs::default() },
+            knobs: Knobs {
+                webhook_url: args.webhook_url,
+                ..Knobs::default()
+            },
         },
     })
     .await?;

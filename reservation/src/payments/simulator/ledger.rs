@@ -65,7 +65,10 @@ impl Ledger {
     }
 
     pub fn total_authorizations(&self) -> u64 {
-        self.attempts.values().map(|r| u64::from(r.authorizations)).sum()
+        self.attempts
+            .values()
+            .map(|r| u64::from(r.authorizations))
+            .sum()
     }
 }
 

@@ -36,29 +36,56 @@ pub struct SimulatorConfig {
 /// One provider request, as either front end (HTTP route or in-process call) received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SimRequest {
-    CreateIntent { idempotency_key: Option<String>, form: Vec<(String, String)> },
-    RetrieveIntent { id: String },
-    SearchIntents { query: String },
-    CaptureIntent { id: String, idempotency_key: Option<String> },
-    CancelIntent { id: String, idempotency_key: Option<String> },
-    CreateRefund { idempotency_key: Option<String>, form: Vec<(String, String)> },
+    CreateIntent {
+        idempotency_key: Option<String>,
+        form: Vec<(String, String)>,
+    },
+    RetrieveIntent {
+        id: String,
+    },
+    SearchIntents {
+        query: String,
+    },
+    CaptureIntent {
+        id: String,
+        idempotency_key: Option<String>,
+    },
+    CancelIntent {
+        id: String,
+        idempotency_key: Option<String>,
+    },
+    CreateRefund {
+        idempotency_key: Option<String>,
+        form: Vec<(String, String)>,
+    },
 }
 
 impl SimRequest {
     pub(crate) fn authorize(req: &AuthorizeRequest) -> Self {
-        SimRequest::CreateIntent { idempotency_key: Some(req.attempt_id.clone()), form: req.form() }
+        SimRequest::CreateIntent {
+            idempotency_key: Some(req.attempt_id.clone()),
+            form: req.form(),
+        }
     }
     pub(crate) fn retrieve(id: &str) -> Self {
         SimRequest::RetrieveIntent { id: id.to_owned() }
     }
     pub(crate) fn search(attempt_id: &str) -> Self {
-        SimRequest::SearchIntents { query: super::search_query(attempt_id) }
+        SimRequest::SearchIntents {
+            query: super::search_query(attempt_id),
+        }
     }
     pub(crate) fn capture(id: &str) -> Self {
-        SimRequest::CaptureIntent { id: id.to_owned(), idempotency_key: None }
+        SimRequest::CaptureIntent {
+            id: id.to_owned(),
+            idempotency_key: None,
+        }
     }
     pub(crate) fn cancel(id: &str) -> Self {
-        SimRequest::CancelIntent { id: id.to_owned(), idempotency_key: None }
+        SimRequest::CancelIntent {
+            id: id.to_owned(),
+            idempotency_key: None,
+        }
     }
     pub(crate) fn refund(attempt_id: &str, payment_id: &str) -> Self {
         SimRequest::CreateRefund {
@@ -76,24 +103,36 @@ impl SimRequest {
     }
 
     fn is_post(&self) -> bool {
-        !matches!(self, SimRequest::RetrieveIntent { .. } | SimRequest::SearchIntents { .. })
+        !matches!(
+            self,
+            SimRequest::RetrieveIntent { .. } | SimRequest::SearchIntents { .. }
+        )
     }
 
     fn idempotency_key(&self) -> Option<&str> {
         match self {
-            SimRequest::CreateIntent { idempotency_key, .. }
-            | SimRequest::CaptureIntent { idempotency_key, .. }
-            | SimRequest::CancelIntent { idempotency_key, .. }
-            | SimRequest::CreateRefund { idempotency_key, .. } => idempotency_key.as_deref(),
+            SimRequest::CreateIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CaptureIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CancelIntent {
+                idempotency_key, ..
+            }
+            | SimRequest::CreateRefund {
+                idempotency_key, ..
+            } => idempotency_key.as_deref(),
             _ => None,
         }
     }
 
     fn payment_method(&self) -> Option<&str> {
         match self {
-            SimRequest::CreateIntent { form, .. } => {
-                form.iter().find(|(k, _)| k == "payment_method").map(|(_, v)| v.as_str())
-            }
+            SimRequest::CreateIntent { form, .. } => form
+                .iter()
+                .find(|(k, _)| k == "payment_method")
+                .map(|(_, v)| v.as_str()),
             _ => None,
         }
     }
@@ -158,7 +197,10 @@ impl Simulator {
 
     /// The lock is only ever held for in-memory bookkeeping, never across an await.
     fn state(&self) -> MutexGuard<'_, state::State> {
-        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Handles one request: waits while paused, waits the drawn latency, then acts.
@@ -169,7 +211,11 @@ impl Simulator {
         let latency = {
             let mut st = self.state();
             let (lo, hi) = (st.knobs.latency_min_ms, st.knobs.latency_max_ms);
-            if hi > 0 { st.rng.random_range(lo..=hi) } else { 0 }
+            if hi > 0 {
+                st.rng.random_range(lo..=hi)
+            } else {
+                0
+            }
         };
         if latency > 0 {
             tokio::time::sleep(Duration::from_millis(latency)).await;
@@ -188,7 +234,10 @@ impl Simulator {
         if effect.lost {
             return SimReply::Lost;
         }
-        SimReply::Answer { status: effect.status, body: effect.body }
+        SimReply::Answer {
+            status: effect.status,
+            body: effect.body,
+        }
     }
 
     /// While paused, every call waits (asynchronously) until [`Simulator::resume`].

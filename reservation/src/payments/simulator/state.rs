@@ -100,17 +100,28 @@ pub(crate) struct Effect {
 
 impl Effect {
     fn answer(status: u16, body: Value) -> Self {
-        Self { status, body, events: Vec::new(), slow: false, lost: false }
+        Self {
+            status,
+            body,
+            events: Vec::new(),
+            slow: false,
+            lost: false,
+        }
     }
 }
 
 fn error(status: u16, kind: &str, code: &str, message: &str) -> Effect {
-    Effect::answer(status, json!({"error": {"type": kind, "code": code, "message": message}}))
+    Effect::answer(
+        status,
+        json!({"error": {"type": kind, "code": code, "message": message}}),
+    )
 }
 
 fn unexpected_state(intent: &Intent, action: &str) -> Effect {
-    let message =
-        format!("This PaymentIntent could not be {action} because it has a status of {}.", intent.status.as_str());
+    let message = format!(
+        "This PaymentIntent could not be {action} because it has a status of {}.",
+        intent.status.as_str()
+    );
     Effect::answer(
         400,
         json!({"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
@@ -119,7 +130,12 @@ fn unexpected_state(intent: &Intent, action: &str) -> Effect {
 }
 
 fn missing(id: &str) -> Effect {
-    error(404, "invalid_request_error", "resource_missing", &format!("No such payment_intent: '{id}'"))
+    error(
+        404,
+        "invalid_request_error",
+        "resource_missing",
+        &format!("No such payment_intent: '{id}'"),
+    )
 }
 
 struct Stored {
@@ -193,8 +209,14 @@ impl State {
         }
         let effect = self.run(req, now);
         if effect.status < 500 {
-            self.idempotency
-                .insert(key.to_owned(), Stored { fingerprint, status: effect.status, body: effect.body.clone() });
+            self.idempotency.insert(
+                key.to_owned(),
+                Stored {
+                    fingerprint,
+                    status: effect.status,
+                    body: effect.body.clone(),
+                },
+            );
         }
         effect
     }
@@ -222,7 +244,10 @@ impl State {
 
     fn create_intent(&mut self, form: &[(String, String)], now: i64) -> Effect {
         let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        let Some(amount) = field("amount").and_then(|a| a.parse::<i64>().ok()).filter(|a| *a > 0) else {
+        let Some(amount) = field("amount")
+            .and_then(|a| a.parse::<i64>().ok())
+            .filter(|a| *a > 0)
+        else {
             return error(
                 400,
                 "invalid_request_error",
@@ -259,7 +284,11 @@ impl State {
             currency: field("currency").unwrap_or("eur").to_owned(),
             payment_method: pm,
             attempt_id: field("metadata[attempt_id]").map(str::to_owned),
-            status: if decline { Status::RequiresPaymentMethod } else { Status::RequiresCapture },
+            status: if decline {
+                Status::RequiresPaymentMethod
+            } else {
+                Status::RequiresCapture
+            },
             decline_code: decline.then_some("generic_decline"),
             refund_id: None,
             created: now,
@@ -273,7 +302,10 @@ impl State {
             record.authorizations += 1;
         }
         if let Some(a) = &intent.attempt_id {
-            self.by_attempt.entry(a.clone()).or_default().push(intent.id.clone());
+            self.by_attempt
+                .entry(a.clone())
+                .or_default()
+                .push(intent.id.clone());
         }
         let json = intent.json();
         self.intents.insert(intent.id.clone(), intent);
@@ -286,7 +318,8 @@ impl State {
             e
         } else {
             let mut e = Effect::answer(200, json.clone());
-            e.events.push(("payment_intent.amount_capturable_updated", json));
+            e.events
+                .push(("payment_intent.amount_capturable_updated", json));
             e
         };
         effect.slow = slow;
@@ -295,8 +328,16 @@ impl State {
     }
 
     fn search(&self, query: &str) -> Effect {
-        let Some(attempt) = query.strip_prefix("metadata['attempt_id']:'").and_then(|q| q.strip_suffix('\'')) else {
-            return error(400, "invalid_request_error", "parameter_invalid", "unsupported search query");
+        let Some(attempt) = query
+            .strip_prefix("metadata['attempt_id']:'")
+            .and_then(|q| q.strip_suffix('\''))
+        else {
+            return error(
+                400,
+                "invalid_request_error",
+                "parameter_invalid",
+                "unsupported search query",
+            );
         };
         let data: Vec<Value> = self
             .by_attempt
@@ -305,7 +346,10 @@ impl State {
             .flatten()
             .filter_map(|id| self.intents.get(id).map(Intent::json))
             .collect();
-        Effect::answer(200, json!({"object": "search_result", "data": data, "has_more": false}))
+        Effect::answer(
+            200,
+            json!({"object": "search_result", "data": data, "has_more": false}),
+        )
     }
 
     fn capture(&mut self, id: &str) -> Effect {
@@ -342,8 +386,17 @@ impl State {
     }
 
     fn refund(&mut self, form: &[(String, String)]) -> Effect {
-        let Some(id) = form.iter().find(|(k, _)| k == "payment_intent").map(|(_, v)| v.clone()) else {
-            return error(400, "invalid_request_error", "parameter_missing", "payment_intent is required");
+        let Some(id) = form
+            .iter()
+            .find(|(k, _)| k == "payment_intent")
+            .map(|(_, v)| v.clone())
+        else {
+            return error(
+                400,
+                "invalid_request_error",
+                "parameter_missing",
+                "payment_intent is required",
+            );
         };
         let refund_id = self.new_id("re");
         let Some(intent) = self.intents.get_mut(&id) else {
