@@ -265,7 +265,20 @@ impl Admission {
         self.inner
             .cfg
             .keys
-            .verify_admission(token, event, self.now())
+            .verify_admission(token, Some(event), self.now())
+    }
+
+    /// Checks an admission token of whatever event it names (routes like `/api/holds/{hold}`
+    /// name no event; the caller then checks the hold belongs to the token's session).
+    pub fn verify_admission_token_any_event(
+        &self,
+        token: Option<&str>,
+    ) -> Result<AdmissionClaims, AdmissionError> {
+        let token = token.ok_or(AdmissionError::TokenMissing)?;
+        self.inner
+            .cfg
+            .keys
+            .verify_admission(token, None, self.now())
     }
 
     /// The seed commitment, and the seed once the queue has opened.

@@ -201,10 +201,12 @@ impl KeyRing {
             .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
     }
 
+    /// `event`: the event the route names; `None` on routes that name none (`/api/holds/…`),
+    /// where the token's own event is taken and the caller checks the resource against it.
     pub(crate) fn verify_admission(
         &self,
         token: &str,
-        event: &str,
+        event: Option<&str>,
         now_ms: UnixMs,
     ) -> Result<AdmissionClaims, AdmissionError> {
         let raw = self.verify_raw(token)?;
@@ -214,7 +216,7 @@ impl KeyRing {
             QUEUE => return Err(AdmissionError::NotAdmitted),
             _ => return Err(AdmissionError::TokenInvalid(InvalidToken::Malformed)),
         }
-        check(&raw.claims, event, now_ms)?;
+        check(&raw.claims, event.unwrap_or(&raw.claims.ev), now_ms)?;
         serde_json::from_value(raw.value)
             .map_err(|_| AdmissionError::TokenInvalid(InvalidToken::Malformed))
     }
