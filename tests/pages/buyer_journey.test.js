@@ -1,0 +1,80 @@
+// (1) A buyer goes from the queue to a confirmed order, seeing the progress bar and the
+// hold countdown change, and the receipt link works later in a fresh browser.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+let browser;
+before(async () => { browser = await h.launch(); });
+after(async () => { await browser?.close(); });
+
+const num = (text) => (/next/i.test(text) ? 0 : Number(text.replace(/[^\d]/g, '')));
+const secs = (text) => text.split(':').reduce((acc, part) => acc * 60 + Number(part), 0);
+
+test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, async () => {
+  // One offer a minute and three buyers ahead: the page starts with people in front of it.
+  const event = await h.createEvent('journey', { admission: { rate_per_min: 1 } });
+  for (let i = 0; i < 3; i += 1) await h.joinByApi(event);
+
+  const page = await h.openPage(browser, `/events/${event}`);
+  await h.waitForView(page, 'landing');
+  assert.match(await page.textContent('#landing-title'), /Page test: journey/);
+  await page.click('#join');
+  await h.waitForView(page, 'waiting');
+  await page.waitForFunction(() => /\d/.test(document.getElementById('position').textContent));
+  const ahead = num(await page.textContent('#position'));
+  assert.ok(ahead >= 1, `expected people ahead, page says ${ahead}`);
+  const progress0 = Number(await page.getAttribute('#progress', 'aria-valuenow'));
+  assert.equal(await page.getAttribute('#announce', 'aria-live'), 'polite');
+  await h.screenshot(page, 'desktop-1-waiting');
+
+  // Speed the queue up: the page must show the line moving, then the offer.
+  await h.setAdmission(event, { rate_per_min: 40 });
+  await page.waitForFunction(
+    (p0) => Number(document.getElementById('progress').getAttribute('aria-valuenow')) > p0
+      || document.getElementById('app').dataset.view === 'offered',
+    progress0, { timeout: 30000 },
+  );
+  const movedTo = await page.getAttribute('#progress', 'aria-valuenow');
+  await h.waitForView(page, 'offered');
+  assert.ok(Number(movedTo) > progress0 || (await h.view(page)) === 'offered');
+  assert.match(await page.textContent('[data-panel="offered"] h1'), /your turn/i);
+  const offer1 = secs(await page.textContent('#offer-countdown'));
+  await h.sleep(1500);
+  const offer2 = secs(await page.textContent('#offer-countdown'));
+  assert.ok(offer2 < offer1 && offer2 > 0, `offer countdown should run: ${offer1} → ${offer2}`);
+  await h.screenshot(page, 'desktop-2-your-turn');
+
+  await page.click('#claim');
+  await h.waitForView(page, 'seats');
+  await page.waitForSelector('#seat-map canvas');
+  await h.pickSeatsByKeyboard(page, 2);
+  assert.equal((await h.selectedSeats(page)).length, 2);
+  await h.holdSeats(page);
+  assert.equal(await page.$$eval('#hold-seats li', (l) => l.length), 2);
+  const hold1 = secs(await page.textContent('#hold-countdown'));
+  await h.sleep(2200);
+  const hold2 = secs(await page.textContent('#hold-countdown'));
+  assert.ok(hold1 > 0 && hold2 < hold1, `hold countdown should run: ${hold1} → ${hold2}`);
+  await page.click('#to-payment');
+  await page.waitForSelector('#payment-form:not([hidden])');
+  assert.match(await page.textContent('#payment-form legend'), /simulator test cards/i);
+  await h.screenshot(page, 'desktop-3-held');
+
+  await h.pay(page, 'pm_card_visa');
+  await h.waitForView(page, 'confirmed', 60000);
+  const orderId = (await page.textContent('#order-id')).trim();
+  assert.ok(orderId.length > 0, 'order id shown');
+  assert.equal(await page.$$eval('#order-seats li', (l) => l.length), 2);
+  await h.screenshot(page, 'desktop-4-confirmed');
+
+  // The receipt link works in a browser that has nothing stored.
+  const href = await page.getAttribute('#receipt-link', 'href');
+  assert.match(href, /receipt=/);
+  const later = await h.openPage(browser, href);
+  await h.waitForView(later, 'confirmed');
+  assert.equal((await later.textContent('#order-id')).trim(), orderId);
+  assert.deepEqual([...page.errors, ...later.errors], []);
+});
