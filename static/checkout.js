@@ -99,6 +99,7 @@ export class Shop {
     const button = $('hold');
     button.disabled = seats.length === 0;
     button.textContent = seats.length ? `Hold ${plural(seats.length, 'seat', 'seats')}` : 'Hold seats';
+    setText('seat-announce', seats.length ? `${plural(seats.length, 'seat', 'seats')} selected, total ${this.price(total)}.` : 'No seats selected.');
   }
 
   async holdSeats() {
@@ -152,9 +153,14 @@ export class Shop {
     this.stopTimer();
     this.hold = hold;
     this.holdDeadline = new Deadline(Number(hold.expires_in_s) || 0);
-    fillSeatList('hold-seats', hold.seats || [], this.price);
-    setText('hold-total', typeof hold.total_cents === 'number' ? this.price(hold.total_cents) : '');
-    $('hold-total').parentElement.hidden = typeof hold.total_cents !== 'number' && !$('hold-total').textContent;
+    // The hold names seat ids; the map (when loaded) knows their rows and prices.
+    const seats = (hold.seats || []).map((s) => (typeof s === 'string' ? this.map?.byId.get(s) || s : s));
+    fillSeatList('hold-seats', seats, this.price);
+    const known = typeof hold.total_cents === 'number';
+    if (known) this.hold.total_cents = hold.total_cents;
+    setText('hold-total', known ? this.price(hold.total_cents) : '');
+    $('hold-total').parentElement.hidden = !known;
+    setText('pay', known ? `Pay ${this.price(hold.total_cents)}` : 'Pay');
     show('hold');
     this.timer = setInterval(() => this.tickHold(), 250);
     this.tickHold();
