@@ -239,9 +239,8 @@ export class Shop {
       let hold;
       try {
         hold = (await request('GET', `/api/holds/${encodeURIComponent(holdId)}`, readAuth(token, receipt))).body;
-      } catch (err) {
-        if (err.status === 401 && receipt) continue;
-        continue;
+      } catch {
+        continue; // A lost poll is retried; the payment goes on without us.
       }
       if (hold.state === 'paying') continue;
       if (hold.state === 'held') {
@@ -298,8 +297,9 @@ export class Shop {
   }
 }
 
+/** Hold and order reads: the receipt key outlives the session (which ends at confirmation). */
 function readAuth(token, receipt) {
-  return token ? { token } : { headers: { 'Floodgate-Receipt': receipt } };
+  return receipt ? { headers: { 'Floodgate-Receipt': receipt } } : { token };
 }
 
 function describeError(e) {
@@ -337,6 +337,11 @@ async function renderConfirmed(event, hold, receipt, auth, price) {
   if (receipt) {
     link.href = `/events/${encodeURIComponent(event)}?hold=${encodeURIComponent(hold.hold_id)}&receipt=${encodeURIComponent(receipt)}`;
     link.parentElement.hidden = false;
+    try {
+      localStorage.setItem(`floodgate:${event}:lastReceipt`, JSON.stringify(link.getAttribute('href')));
+    } catch {
+      // Storage unavailable: the link on screen still works.
+    }
   } else {
     link.parentElement.hidden = true;
   }

@@ -141,7 +141,8 @@ export class SeatMap {
 
   layout(section) {
     const cols = Math.max(1, ...section.rows.map((r) => r.length));
-    const avail = Math.max(200, this.root.clientWidth - 48);
+    // The scroll box's own width (padding excluded): wider rows scroll inside it, never the page.
+    const avail = Math.max(160, section.canvas.parentElement.clientWidth - 8);
     section.cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((avail - LABEL_W) / cols)));
     const w = LABEL_W + cols * section.cell + 4;
     const h = section.rows.length * section.cell + 4;

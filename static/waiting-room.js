@@ -16,6 +16,7 @@ let info = null;
 let link = null;
 let ticker = null;
 let lastAnnounce = 0;
+let paused = false;
 
 function eventFromPath() {
   const m = location.pathname.match(/^\/events\/([A-Za-z0-9._-]{1,64})\/?$/);
@@ -79,6 +80,9 @@ function landing() {
   const before = info.opensIn && info.opensIn.remaining() > 0;
   setText('landing-when', before ? `On sale from ${when(info.opens_at)}` : 'On sale now');
   setText('landing-seats', typeof info.seats_left === 'number' ? `${plural(info.seats_left, 'seat', 'seats')} left (this number may lag a little).` : '');
+  const receipt = store.get('lastReceipt');
+  $('landing-order').hidden = !receipt;
+  if (receipt) $('landing-order-link').href = receipt;
   if (info.status === 'sold_out' || info.status === 'closed') {
     ended(info.status);
     return;
@@ -150,12 +154,14 @@ function onStatus(status, msg) {
     const opens = info.opensIn;
     tick(() => setText('prequeue-countdown', opens ? clock(opens.remaining()) : 'soon'));
   } else if (status === 'waiting') {
+    paused = false;
     $('paused-banner').hidden = true;
     if (currentView() !== 'waiting') show('waiting');
   } else if (status === 'paused') {
-    $('paused-banner').hidden = false;
+    paused = true;
     if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null });
     else show('waiting');
+    $('paused-banner').hidden = false;
     setText('wait', 'not known yet (paused)');
   } else if (status === 'offer_lapsed') {
     clearInterval(ticker);
@@ -179,7 +185,7 @@ function showPosition(msg) {
     clearInterval(ticker);
     show('waiting');
   }
-  if (msg.status !== 'paused') $('paused-banner').hidden = true;
+  $('paused-banner').hidden = !paused;
   const position = Number(msg.position) || 0;
   const max = Math.max(store.get('maxPosition') ?? 0, position);
   store.set('maxPosition', max);
@@ -187,8 +193,8 @@ function showPosition(msg) {
   $('progress-fill').style.width = `${done}%`;
   $('progress').setAttribute('aria-valuenow', String(done));
   setText('position', position === 0 ? 'You\'re next' : position.toLocaleString());
-  const range = waitRange(msg.estimated_wait_s, msg.estimated_wait_range_s);
-  setText('wait', range ?? 'not known yet');
+  const range = paused ? null : waitRange(msg.estimated_wait_s, msg.estimated_wait_range_s);
+  setText('wait', range ?? (paused ? 'not known yet (paused)' : 'not known yet'));
   // Announce politely, but not at every tick: a screen reader user needs calm updates.
   const now = performance.now();
   if (now - lastAnnounce > 15000 || position === 0) {
@@ -198,9 +204,10 @@ function showPosition(msg) {
 }
 
 function showOffer(seconds) {
+  paused = false;
   const deadline = new Deadline(Number(seconds) || 0);
   show('offered');
-  $('claim').disabled = false;
+  if (!claiming) $('claim').disabled = false;
   let checked = false;
   tick(() => {
     const left = deadline.remaining();
@@ -214,7 +221,9 @@ function showOffer(seconds) {
 }
 
 let claimFallback = null;
+let claiming = false;
 function claim() {
+  claiming = true;
   $('claim').disabled = true;
   setText('claim', 'Claiming…');
   if (link?.claim()) {
@@ -234,6 +243,7 @@ async function claimByPost() {
     );
     admitted(body.admission_token, body.session_expires_at);
   } catch (err) {
+    claiming = false;
     $('claim').disabled = false;
     setText('claim', 'Claim my turn');
     if (err.code === 'offer_lapsed') onStatus('offer_lapsed', {});

@@ -59,3 +59,20 @@ test('seats can be chosen with the keyboard, up to the allowed number', { timeou
   assert.equal(await page.$$eval('#hold-seats li', (l) => l.length), 1);
   assert.deepEqual(page.errors, []);
 });
+
+test('a large venue (5,000 seats) stays a handful of elements and answers the keyboard', { timeout: 120000 }, async () => {
+  const event = await h.createEvent('large', { rows: 50, perRow: 100 });
+  const page = await h.openPage(browser, `/events/${event}`);
+  await h.joinAndClaim(page);
+  // One canvas per section, not one element per seat.
+  assert.equal(await page.$$eval('#seat-map canvas', (c) => c.length), 1);
+  const elements = await page.$$eval('#seat-map *', (all) => all.length);
+  assert.ok(elements < 50, `the 5,000-seat map uses ${elements} elements`);
+  await page.focus('#seat-map canvas');
+  for (let i = 0; i < 30; i += 1) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('End');
+  assert.match(await page.textContent('.seat-focus'), /seat 100\b/);
+  await page.keyboard.press('Space');
+  assert.equal((await h.selectedSeats(page)).length, 1);
+  assert.deepEqual(page.errors, []);
+});
