@@ -52,6 +52,7 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   await page.waitForSelector('#seat-map canvas');
   await h.pickSeatsByKeyboard(page, 2);
   assert.equal((await h.selectedSeats(page)).length, 2);
+  await h.screenshot(page, 'desktop-seat-map');
   await h.holdSeats(page);
   assert.equal(await page.$$eval('#hold-seats li', (l) => l.length), 2);
   const hold1 = secs(await page.textContent('#hold-countdown'));

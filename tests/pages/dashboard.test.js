@@ -50,6 +50,7 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   assert.equal(s.queue.waiting, 0, `after rate 600/min nobody waits: ${JSON.stringify(s.queue)}`);
   await page.waitForFunction(() => document.getElementById('q-waiting').textContent.trim() === '0', null, { timeout: 10000 });
   assert.ok(num(await page.textContent('#q-offered')) + num(await page.textContent('#q-active')) >= 4);
+  await h.screenshot(page, 'dashboard');
 
   // Pause: joins are refused while paused; resume lets them in again.
   await page.click('#pause');
