@@ -17,6 +17,7 @@ let link = null;
 let ticker = null;
 let lastAnnounce = 0;
 let paused = false;
+let lastOfferCheck = 0;
 
 function eventFromPath() {
   const m = location.pathname.match(/^\/events\/([A-Za-z0-9._-]{1,64})\/?$/);
@@ -165,7 +166,7 @@ function onStatus(status, msg) {
     setText('wait', 'not known yet (paused)');
   } else if (status === 'offer_lapsed') {
     clearInterval(ticker);
-    link?.stop();
+    dropLink();
     store.forgetQueue();
     show('lapsed');
   } else if (status === 'admitted') {
@@ -173,7 +174,7 @@ function onStatus(status, msg) {
   } else if (status === 'sold_out' || status === 'closed') {
     // Sold out can undo itself when held seats come back, so the link stays open for it.
     if (status === 'closed') {
-      link?.stop();
+      dropLink();
       store.forgetQueue();
     }
     ended(status);
@@ -208,13 +209,13 @@ function showOffer(seconds) {
   const deadline = new Deadline(Number(seconds) || 0);
   show('offered');
   if (!claiming) $('claim').disabled = false;
-  let checked = false;
   tick(() => {
     const left = deadline.remaining();
     setText('offer-countdown', clock(left));
-    if (left <= 0 && !checked) {
-      // The server decides whether the offer lapsed; ask it rather than guess.
-      checked = true;
+    // The server decides whether the offer lapsed: ask it (every 2 s until it says)
+    // rather than guess from our own countdown.
+    if (left <= 0 && performance.now() - lastOfferCheck > 2000) {
+      lastOfferCheck = performance.now();
       link?.poll();
     }
   });
@@ -258,9 +259,7 @@ function admitted(token, expiresAt) {
   clearTimeout(claimFallback);
   clearInterval(ticker);
   if (!token) return;
-  link?.stop();
-  link = null;
-  connection(null);
+  dropLink();
   say('');
   store.set('session', { token, expires_at: expiresAt });
   store.forgetQueue();
@@ -277,10 +276,14 @@ function ended(status) {
   show('ended');
 }
 
-function lostPlace(code) {
+function dropLink() {
   link?.stop();
   link = null;
   connection(null);
+}
+
+function lostPlace(code) {
+  dropLink();
   store.forgetQueue();
   landing();
   say(messageFor(code));

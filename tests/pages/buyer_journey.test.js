@@ -61,7 +61,10 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   assert.ok(hold1 > 0 && hold2 < hold1, `hold countdown should run: ${hold1} → ${hold2}`);
   await page.click('#to-payment');
   await page.waitForSelector('#payment-form:not([hidden])');
-  assert.match(await page.textContent('#payment-form legend'), /simulator test cards/i);
+  assert.match(await page.innerText('#payment-form fieldset'), /simulator test cards/i);
+  for (const card of ['pm_card_visa', 'pm_card_declined', 'pm_card_slow', 'pm_card_lost', 'pm_card_error']) {
+    assert.ok(await page.isVisible(`#cards input[value="${card}"]`), `${card} is offered`);
+  }
   await h.screenshot(page, 'desktop-3-held');
 
   await h.pay(page, 'pm_card_visa');
