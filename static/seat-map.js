@@ -62,6 +62,8 @@ export class SeatMap {
     this.sections.forEach((s) => {
       s.rows.forEach((row) => row.forEach((cell) => { cell.seat = this.byId.get(cell.seat.seat_id) || cell.seat; }));
       this.draw(s);
+      // Keep the focused seat's description true when its state changed under the cursor.
+      if (s.focused) this.say(s);
     });
     if (lost.length) this.onChange(this.selected());
     return lost;
@@ -73,7 +75,10 @@ export class SeatMap {
       if (seat) seat.state = 'taken';
       this.chosen.delete(id);
     }
-    this.sections.forEach((s) => this.draw(s));
+    this.sections.forEach((s) => {
+      this.draw(s);
+      if (s.focused) this.say(s);
+    });
     this.onChange(this.selected());
   }
 
@@ -277,7 +282,7 @@ export class SeatMap {
     const cell = section.rows[section.focus.r]?.[section.focus.c];
     if (!cell) return;
     const text = extra ? `${this.describe(cell.seat)}. ${extra}` : this.describe(cell.seat);
-    section.status.textContent = text;
+    if (section.status.textContent !== text) section.status.textContent = text;
   }
 }
 

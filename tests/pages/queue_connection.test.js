@@ -65,3 +65,45 @@ test('without WebSockets the page polls and still reaches its turn', { timeout: 
   assert.deepEqual(page.errors, []);
   await context.close();
 });
+
+test('a dropped socket is reconnected with the same token and the place is kept', { timeout: 90000 }, async () => {
+  const event = await h.createEvent('reconnect', { admission: { rate_per_min: 1 } });
+  await h.joinByApi(event);
+  await h.joinByApi(event);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (err) => page.errors.push(err.message));
+  // Stand between the page and the gateway's socket: the first connection is told to come
+  // back later (as a gateway does before a graceful shutdown) and is then cut.
+  const urls = [];
+  await page.routeWebSocket(/\/queue\/ws/, (ws) => {
+    urls.push(ws.url());
+    ws.connectToServer();
+    if (urls.length === 1) {
+      setTimeout(() => {
+        ws.send(JSON.stringify({ type: 'reconnect', after_ms: 300 }));
+        ws.close({ code: 1001, reason: 'going away' });
+      }, 1500);
+    }
+  });
+  await page.goto(`${h.BASE}/events/${event}`);
+  await h.waitForView(page, 'landing');
+  await page.click('#join');
+  await h.waitForView(page, 'waiting');
+  await page.waitForFunction(() => /\d|next/.test(document.getElementById('position').textContent));
+  const before = await page.evaluate((ev) => localStorage.getItem(`floodgate:${ev}:queue`), event);
+
+  await page.waitForFunction(() => document.getElementById('connection').textContent === 'Reconnecting…', null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('connection').textContent === 'Live', null, { timeout: 15000 });
+  assert.ok(urls.length >= 2, 'the page opened a second socket');
+  assert.equal(new URL(urls[1]).searchParams.get('token'), new URL(urls[0]).searchParams.get('token'), 'same token');
+  assert.equal(await page.evaluate((ev) => localStorage.getItem(`floodgate:${ev}:queue`), event), before);
+  assert.equal(await h.view(page), 'waiting');
+
+  // And the queue still reaches this buyer through the new socket.
+  await h.setAdmission(event, { rate_per_min: 60 });
+  await h.waitForView(page, 'offered', 30000);
+  assert.deepEqual(page.errors, []);
+  await context.close();
+});
