@@ -7,6 +7,7 @@ import { messageFor, HOLD_ENDINGS, TEST_CARDS } from './messages.js';
 import { Deadline, clock, money, plural, when } from './format.js';
 import { $, show, say, setText, fillSeatList, currentView } from './view.js';
 import { SeatMap } from './seat-map.js';
+import { readAuth, renderConfirmed } from './receipt.js';
 
 const SEAT_REFRESH_MS = 5000;
 
@@ -297,11 +298,6 @@ export class Shop {
   }
 }
 
-/** Hold and order reads: the receipt key outlives the session (which ends at confirmation). */
-function readAuth(token, receipt) {
-  return receipt ? { headers: { 'Floodgate-Receipt': receipt } } : { token };
-}
-
 function describeError(e) {
   if (!e) return '';
   if (typeof e === 'string') return e.replace(/_/g, ' ');
@@ -319,67 +315,4 @@ function renderCards() {
       return label;
     }),
   );
-}
-
-async function renderConfirmed(event, hold, receipt, auth, price) {
-  let order = null;
-  if (hold.order_id) {
-    try {
-      order = (await request('GET', `/api/orders/${encodeURIComponent(hold.order_id)}`, auth)).body;
-    } catch {
-      order = null;
-    }
-  }
-  setText('order-id', hold.order_id || '');
-  fillSeatList('order-seats', order?.seats || hold.seats || [], price);
-  setText('order-total', order && typeof order.total_cents === 'number' ? price(order.total_cents) : '');
-  const link = $('receipt-link');
-  if (receipt) {
-    link.href = `/events/${encodeURIComponent(event)}?hold=${encodeURIComponent(hold.hold_id)}&receipt=${encodeURIComponent(receipt)}`;
-    link.parentElement.hidden = false;
-    try {
-      localStorage.setItem(`floodgate:${event}:lastReceipt`, JSON.stringify(link.getAttribute('href')));
-    } catch {
-      // Storage unavailable: the link on screen still works.
-    }
-  } else {
-    link.parentElement.hidden = true;
-  }
-  show('confirmed');
-}
-
-/** A receipt link opened later: read the hold and its order with the receipt key only. */
-export async function showReceipt(holdId, receipt) {
-  const event = location.pathname.match(/^\/events\/([^/]+)/)?.[1] || 'demo';
-  const auth = { headers: { 'Floodgate-Receipt': receipt } };
-  for (;;) {
-    let hold;
-    try {
-      hold = (await request('GET', `/api/holds/${encodeURIComponent(holdId)}`, auth)).body;
-    } catch (err) {
-      setText('fatal-body', err.code === 'not_found' || err.status === 401 ? 'This receipt link is not valid. Please check that it was copied whole.' : messageFor(err.code));
-      show('fatal');
-      return;
-    }
-    if (hold.state === 'confirmed') {
-      await renderConfirmed(event, hold, receipt, auth, (c) => money(c, 'USD'));
-      return;
-    }
-    if (hold.state === 'held') {
-      setText('failed-title', 'Not paid yet');
-      setText('failed-body', 'These seats are held but not paid for. Finish paying on the page where you chose them; nothing has been charged.');
-      show('failed');
-      return;
-    }
-    if (hold.state === 'paying') {
-      show('paying');
-      await sleep(2000);
-      continue;
-    }
-    const ending = HOLD_ENDINGS[hold.state] || HOLD_ENDINGS.released;
-    setText('failed-title', ending.title);
-    setText('failed-body', ending.body);
-    show('failed');
-    return;
-  }
 }

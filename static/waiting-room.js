@@ -1,13 +1,14 @@
 // The waiting room: event page, join, pre-opening countdown, queue position, the offer
 // and its claim. After the claim, checkout.js takes over (seats, hold, payment).
 
-import { request, requestPatiently, newKey } from './api.js';
+import { requestPatiently, newKey } from './api.js';
 import { messageFor } from './messages.js';
 import { EventStore } from './store.js';
 import { QueueLink } from './queue-link.js';
 import { Deadline, clock, waitRange, plural, when } from './format.js';
 import { $, show, say, connection, setText, currentView } from './view.js';
-import { Shop, showReceipt } from './checkout.js';
+import { Shop } from './checkout.js';
+import { showReceipt } from './receipt.js';
 
 const event = eventFromPath();
 const store = new EventStore(event);

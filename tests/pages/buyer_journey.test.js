@@ -53,13 +53,21 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   await h.pickSeatsByKeyboard(page, 2);
   assert.equal((await h.selectedSeats(page)).length, 2);
   await h.screenshot(page, 'desktop-seat-map');
-  await h.holdSeats(page);
+  const [holdReq] = await Promise.all([
+    page.waitForRequest((r) => r.method() === 'POST' && /\/holds$/.test(r.url())),
+    h.holdSeats(page),
+  ]);
+  assert.ok(holdReq.headers()['idempotency-key'], 'the hold carries an Idempotency-Key');
   assert.equal(await page.$$eval('#hold-seats li', (l) => l.length), 2);
   const hold1 = secs(await page.textContent('#hold-countdown'));
   await h.sleep(2200);
   const hold2 = secs(await page.textContent('#hold-countdown'));
   assert.ok(hold1 > 0 && hold2 < hold1, `hold countdown should run: ${hold1} → ${hold2}`);
-  await page.click('#to-payment');
+  // Opening the payment form extends the hold.
+  await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && /\/extend$/.test(r.url()) && r.status() === 200),
+    page.click('#to-payment'),
+  ]);
   await page.waitForSelector('#payment-form:not([hidden])');
   assert.match(await page.innerText('#payment-form fieldset'), /simulator test cards/i);
   for (const card of ['pm_card_visa', 'pm_card_declined', 'pm_card_slow', 'pm_card_lost', 'pm_card_error']) {
@@ -67,7 +75,12 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   }
   await h.screenshot(page, 'desktop-3-held');
 
-  await h.pay(page, 'pm_card_visa');
+  const [payReq] = await Promise.all([
+    page.waitForRequest((r) => r.method() === 'POST' && /\/checkout$/.test(r.url())),
+    h.pay(page, 'pm_card_visa'),
+  ]);
+  assert.ok(payReq.headers()['idempotency-key'], 'the checkout carries an Idempotency-Key');
+  assert.deepEqual(JSON.parse(payReq.postData()), { payment_method: 'pm_card_visa' });
   await h.waitForView(page, 'confirmed', 60000);
   const orderId = (await page.textContent('#order-id')).trim();
   assert.ok(orderId.length > 0, 'order id shown');

@@ -17,6 +17,10 @@ test('a declined card keeps the seats; another card confirms the order', { timeo
   await h.holdSeats(page);
   const held = await page.$$eval('#hold-seats li', (l) => l.map((li) => li.textContent));
 
+  const keys = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && /\/checkout$/.test(r.url())) keys.push(r.headers()['idempotency-key']);
+  });
   await h.pay(page, 'pm_card_declined');
   await page.waitForFunction(() => {
     const alert = document.getElementById('alert');
@@ -32,5 +36,27 @@ test('a declined card keeps the seats; another card confirms the order', { timeo
   await h.pay(page, 'pm_card_visa');
   await h.waitForView(page, 'confirmed', 60000);
   assert.ok((await page.textContent('#order-id')).trim().length > 0);
+  assert.equal(keys.length, 2);
+  assert.notEqual(keys[0], keys[1], 'a new attempt after a decline gets a new key');
+  assert.deepEqual(page.errors, []);
+});
+
+test('a checkout lost on the network is retried with the same Idempotency-Key', { timeout: 120000 }, async () => {
+  const event = await h.createEvent('retrypay');
+  const page = await h.openPage(browser, `/events/${event}`);
+  await h.joinAndClaim(page);
+  await h.pickSeatsByKeyboard(page, 1);
+  await h.holdSeats(page);
+  const keys = [];
+  // The first checkout dies on the way (as on a flaky phone network); later ones go through.
+  await page.route(/\/checkout$/, async (route) => {
+    keys.push(route.request().headers()['idempotency-key']);
+    if (keys.length === 1) await route.abort('connectionreset');
+    else await route.continue();
+  });
+  await h.pay(page, 'pm_card_visa');
+  await h.waitForView(page, 'confirmed', 60000);
+  assert.ok(keys.length >= 2, `the page retried (${keys.length} attempts)`);
+  assert.ok(keys.every((k) => k && k === keys[0]), `one key for one click: ${keys}`);
   assert.deepEqual(page.errors, []);
 });

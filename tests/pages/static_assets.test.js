@@ -4,6 +4,8 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const h = require('./harness');
 
 let browser;
@@ -19,12 +21,10 @@ const API_CODES = [
   'hold_expired', 'payment_in_progress', 'idempotency_conflict',
 ];
 
-const ASSETS = {
-  '/static/style.css': /^text\/css/,
-  '/static/waiting-room.js': /^(text|application)\/javascript/,
-  '/static/admin.js': /^(text|application)\/javascript/,
-  '/static/messages.js': /^(text|application)\/javascript/,
-};
+// Every file of static/ is served at /static/NAME with a content type a browser accepts
+// (module scripts are refused without a JavaScript type).
+const STATIC_DIR = path.join(__dirname, '..', '..', 'static');
+const TYPES = { '.js': /^(text|application)\/javascript/, '.css': /^text\/css/, '.html': /^text\/html/ };
 
 test('pages and assets are served with their content types', { timeout: 30000 }, async () => {
   for (const page of ['/', '/events/demo', '/admin']) {
@@ -32,10 +32,13 @@ test('pages and assets are served with their content types', { timeout: 30000 },
     assert.equal(res.status, 200, `GET ${page}`);
     assert.match(res.headers.get('content-type') || '', /^text\/html/, `GET ${page}`);
   }
-  for (const [asset, type] of Object.entries(ASSETS)) {
-    const res = await fetch(h.BASE + asset);
-    assert.equal(res.status, 200, `GET ${asset}`);
-    assert.match(res.headers.get('content-type') || '', type, `GET ${asset}`);
+  const files = fs.readdirSync(STATIC_DIR).filter((f) => TYPES[path.extname(f)]);
+  assert.ok(files.length >= 10, `static/ holds the pages' files (${files})`);
+  for (const file of files) {
+    const res = await fetch(`${h.BASE}/static/${file}`);
+    assert.equal(res.status, 200, `GET /static/${file}`);
+    assert.match(res.headers.get('content-type') || '', TYPES[path.extname(file)], `GET /static/${file}`);
+    assert.equal(await res.text(), fs.readFileSync(path.join(STATIC_DIR, file), 'utf8'), `/static/${file} is the file itself`);
   }
 });
 
