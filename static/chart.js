@@ -26,7 +26,7 @@ export function drawChart(canvas, series, { windowS = 600 } = {}) {
     ctx.moveTo(pad.l, y(v));
     ctx.lineTo(w - pad.r, y(v));
     ctx.stroke();
-    ctx.fillText(String(Math.round(v)), 4, y(v) + 4);
+    ctx.fillText(Number.isInteger(v) ? String(v) : v.toFixed(1), 4, y(v) + 4);
   }
   for (let m = 0; m <= windowS / 60; m += 2) {
     ctx.textAlign = m === 0 ? 'right' : 'center';

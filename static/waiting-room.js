@@ -166,6 +166,7 @@ function onStatus(status, msg) {
     $('paused-banner').hidden = false;
     setText('wait', 'not known yet (paused)');
   } else if (status === 'offer_lapsed') {
+    document.title = `${info.name || event} · Floodgate`;
     clearInterval(ticker);
     dropLink();
     store.forgetQueue();
@@ -207,6 +208,8 @@ function showPosition(msg) {
 
 function showOffer(seconds) {
   paused = false;
+  // A buyer waiting in another tab sees the turn in the tab's title.
+  document.title = `It's your turn · ${info.name || event}`;
   const deadline = new Deadline(Number(seconds) || 0);
   show('offered');
   if (!claiming) $('claim').disabled = false;
@@ -257,6 +260,7 @@ async function claimByPost() {
 }
 
 function admitted(token, expiresAt) {
+  document.title = `${info.name || event} · Floodgate`;
   clearTimeout(claimFallback);
   clearInterval(ticker);
   if (!token) return;
