@@ -126,6 +126,20 @@ async function buyByApi(event, seats) {
   throw new Error('payment did not confirm within 30 s');
 }
 
+/**
+ * The event's seats as the page lays them out: rows of the first section in natural order
+ * (A < B < … or 1 < 2 < … 10), seats by number. The generator's naming is the gateway's.
+ */
+async function seatRows(event) {
+  const res = await api('GET', `/api/events/${event}/seats`);
+  assert.equal(res.status, 200);
+  const natural = new Intl.Collator(undefined, { numeric: true }).compare;
+  const sections = [...new Set(res.body.seats.map((s) => s.section))].sort(natural);
+  const mine = res.body.seats.filter((s) => s.section === sections[0]);
+  const names = [...new Set(mine.map((s) => String(s.row)))].sort(natural);
+  return names.map((row) => mine.filter((s) => String(s.row) === row).sort((a, b) => Number(a.number) - Number(b.number)));
+}
+
 async function launch() {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 }
@@ -203,7 +217,7 @@ function sleep(ms) {
 }
 
 module.exports = {
-  BASE, api, organizer, createEvent, setAdmission, stats, joinByApi, admitByApi, buyByApi,
+  BASE, api, organizer, createEvent, seatRows, setAdmission, stats, joinByApi, admitByApi, buyByApi,
   launch, openPage, waitForView, view, joinAndClaim, pickSeatsByKeyboard, selectedSeats,
   holdSeats, pay, screenshot, sleep,
 };

@@ -15,13 +15,16 @@ test('seats can be chosen with the keyboard, up to the allowed number', { timeou
   const page = await h.openPage(browser, `/events/${event}`);
   await h.joinAndClaim(page);
   assert.match(await page.textContent('#max-seats'), /^2 seats$/);
+  const rows = await h.seatRows(event);
+  const at = (r, i) => `Row ${rows[r][i].row}, seat ${rows[r][i].number}`;
 
   // Tab from the heading reaches the first section's canvas.
   await page.focus('[data-panel="seats"] h1');
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'CANVAS');
   const focusText = () => page.textContent('.seat-focus');
-  assert.match(await focusText(), /^Row A, seat 1\b.*available/);
+  assert.ok((await focusText()).startsWith(`${at(0, 0)},`));
+  assert.match(await focusText(), /available$/);
   // The focus ring is drawn: the canvas shows the amber focus colour somewhere.
   const ringDrawn = await page.evaluate(() => {
     const c = document.activeElement;
@@ -32,16 +35,17 @@ test('seats can be chosen with the keyboard, up to the allowed number', { timeou
   assert.ok(ringDrawn, 'a visible focus ring is drawn on the focused seat');
 
   await page.keyboard.press('Space');
-  assert.match(await focusText(), /Row A, seat 1\b.*selected/);
+  assert.ok((await focusText()).startsWith(`${at(0, 0)},`));
+  assert.match(await focusText(), /selected$/);
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowRight');
-  assert.match(await focusText(), /^Row B, seat 2\b/);
+  assert.ok((await focusText()).startsWith(`${at(1, 1)},`), await focusText());
   await page.keyboard.press('Enter');
   assert.equal((await h.selectedSeats(page)).length, 2);
 
   // A third seat is refused with a plain message.
   await page.keyboard.press('End');
-  assert.match(await focusText(), /^Row B, seat 6\b/);
+  assert.ok((await focusText()).startsWith(`${at(1, 5)},`), await focusText());
   await page.keyboard.press('Space');
   assert.equal((await h.selectedSeats(page)).length, 2);
   assert.match(await page.textContent('#alert'), /up to 2 seats/);
@@ -71,7 +75,8 @@ test('a large venue (5,000 seats) stays a handful of elements and answers the ke
   await page.focus('#seat-map canvas');
   for (let i = 0; i < 30; i += 1) await page.keyboard.press('ArrowDown');
   await page.keyboard.press('End');
-  assert.match(await page.textContent('.seat-focus'), /seat 100\b/);
+  const rows = await h.seatRows(event);
+  assert.ok((await page.textContent('.seat-focus')).startsWith(`Row ${rows[30][99].row}, seat ${rows[30][99].number},`));
   await page.keyboard.press('Space');
   assert.equal((await h.selectedSeats(page)).length, 1);
   assert.deepEqual(page.errors, []);
