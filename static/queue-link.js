@@ -24,6 +24,7 @@ export class QueueLink {
     this.stopped = false;
     this.pollTimer = null;
     this.wsTimer = null;
+    this.lastPushAt = 0;
   }
 
   start() {
@@ -85,6 +86,7 @@ export class QueueLink {
         return;
       }
       if (msg.type === 'error') fatal = true;
+      this.lastPushAt = performance.now();
       this.onUpdate(msg);
     };
     ws.onclose = () => {
@@ -121,15 +123,17 @@ export class QueueLink {
   async poll() {
     if (this.stopped) return;
     let next = 5;
+    const sentAt = performance.now();
     try {
       const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/queue/status`, {
         token: this.token,
       });
       next = Number(body.retry_after_s) || 5;
-      this.onUpdate(statusToUpdate(body));
+      // A socket message that arrived while this answer travelled is newer news: keep it.
+      if (!(this.lastPushAt > sentAt) && !this.stopped) this.onUpdate(statusToUpdate(body));
     } catch (err) {
       if (err.status === 401 || err.status === 403 || err.status === 404) {
-        this.onUpdate({ type: 'error', code: err.code });
+        if (!this.stopped) this.onUpdate({ type: 'error', code: err.code });
         return;
       }
       next = err.retryAfterS || 5;

@@ -19,6 +19,7 @@ let ticker = null;
 let lastAnnounce = 0;
 let paused = false;
 let lastOfferCheck = 0;
+let offerDeadline = null;
 
 function eventFromPath() {
   const m = location.pathname.match(/^\/events\/([A-Za-z0-9._-]{1,64})\/?$/);
@@ -92,7 +93,13 @@ function landing() {
   if (info.status === 'paused') say(messageFor('queue_paused'), 'warn');
   $('landing-countdown').hidden = !before;
   $('landing-fairness').hidden = !before;
-  if (before) tick(() => setText('landing-countdown-value', clock(info.opensIn.remaining())));
+  if (before) {
+    tick(() => {
+      const left = info.opensIn.remaining();
+      setText('landing-countdown-value', clock(left));
+      if (left <= 0) landing(); // The sale has opened: redraw as "on sale now".
+    });
+  }
   show('landing');
 }
 
@@ -128,7 +135,17 @@ function enterQueue(token, joined) {
   link.start();
 }
 
+/**
+ * A poll answer sent before the offer can arrive after the socket's "offered": while a live
+ * offer is on screen, updates that would put the buyer back in line are stale and ignored.
+ */
+function stale(msg) {
+  if (currentView() !== 'offered' || !offerDeadline || offerDeadline.remaining() <= 0) return false;
+  return msg.type === 'position' || (msg.type === 'status' && ['waiting', 'pre_queue', 'paused'].includes(msg.status));
+}
+
 function onUpdate(msg) {
+  if (stale(msg)) return;
   switch (msg.type) {
     case 'position':
       showPosition(msg);
@@ -154,7 +171,8 @@ function onStatus(status, msg) {
   if (status === 'pre_queue') {
     show('prequeue');
     const opens = info.opensIn;
-    tick(() => setText('prequeue-countdown', opens ? clock(opens.remaining()) : 'soon'));
+    // At zero the server draws the order and tells us our place; until then, say so.
+    tick(() => setText('prequeue-countdown', opens && opens.remaining() > 0 ? clock(opens.remaining()) : 'opening now…'));
   } else if (status === 'waiting') {
     paused = false;
     $('paused-banner').hidden = true;
@@ -211,6 +229,7 @@ function showOffer(seconds) {
   // A buyer waiting in another tab sees the turn in the tab's title.
   document.title = `It's your turn · ${info.name || event}`;
   const deadline = new Deadline(Number(seconds) || 0);
+  offerDeadline = deadline;
   show('offered');
   if (!claiming) $('claim').disabled = false;
   tick(() => {
