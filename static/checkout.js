@@ -42,6 +42,21 @@ export class Shop {
 
   /** Reopened tab with a session: find out whether it already has a hold. */
   async resume() {
+    // A hold this browser made is read with its receipt key first: the session itself ends
+    // when the order is confirmed, and the buyer must still see that order.
+    const stored = this.store.get('hold');
+    if (stored?.hold_id && stored.receipt_key) {
+      try {
+        const { body: hold } = await request('GET', `/api/holds/${encodeURIComponent(stored.hold_id)}`, readAuth(null, stored.receipt_key));
+        if (['held', 'paying', 'confirmed'].includes(hold.state)) {
+          this.route(hold);
+          return;
+        }
+      } catch {
+        // Unreadable: ask the session below.
+      }
+      this.store.remove('hold');
+    }
     try {
       const { body } = await request('GET', '/api/session', { token: this.token });
       if (body.hold) {
@@ -71,7 +86,6 @@ export class Shop {
         price: this.price,
         onChange: (seats) => this.renderSelection(seats),
         onLimit: () => say(`You can pick up to ${plural(this.maxSeats, 'seat', 'seats')} in one order.`, 'warn'),
-        announce: (text) => setText('seat-announce', text),
       });
     }
     show('seats');

@@ -15,13 +15,12 @@ const MIN_CELL = 16;
 const MAX_CELL = 30;
 
 export class SeatMap {
-  constructor(root, { maxSeats, price, onChange, onLimit, announce }) {
+  constructor(root, { maxSeats, price, onChange, onLimit }) {
     this.root = root;
     this.maxSeats = maxSeats;
     this.price = price;
     this.onChange = onChange;
     this.onLimit = onLimit;
-    this.announce = announce;
     this.byId = new Map();
     this.chosen = new Set();
     this.sections = [];

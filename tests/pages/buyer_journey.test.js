@@ -95,3 +95,30 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   assert.equal((await later.textContent('#order-id')).trim(), orderId);
   assert.deepEqual([...page.errors, ...later.errors], []);
 });
+
+test('reloading keeps the hold and its countdown, and then the confirmed order', { timeout: 120000 }, async () => {
+  const event = await h.createEvent('reload');
+  const page = await h.openPage(browser, `/events/${event}`);
+  await h.joinAndClaim(page);
+  await h.pickSeatsByKeyboard(page, 2);
+  await h.holdSeats(page);
+  const seats = await page.$$eval('#hold-seats li', (l) => l.length);
+  const before = secs(await page.textContent('#hold-countdown'));
+
+  await page.reload();
+  await h.waitForView(page, 'hold');
+  assert.equal(await page.$$eval('#hold-seats li', (l) => l.length), seats);
+  const after = secs(await page.textContent('#hold-countdown'));
+  assert.ok(after > 0 && after <= before, `the countdown goes on from the server's figure: ${before} → ${after}`);
+
+  await h.pay(page, 'pm_card_visa');
+  await h.waitForView(page, 'confirmed', 60000);
+  const orderId = (await page.textContent('#order-id')).trim();
+  await page.reload();
+  await h.waitForView(page, 'landing');
+  assert.ok(await page.isVisible('#landing-order-link'), 'the landing page links to the order');
+  await page.click('#landing-order-link');
+  await h.waitForView(page, 'confirmed');
+  assert.equal((await page.textContent('#order-id')).trim(), orderId);
+  assert.deepEqual(page.errors, []);
+});

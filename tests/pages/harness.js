@@ -32,7 +32,9 @@ async function api(method, urlPath, { token, body, headers = {} } = {}) {
   if (body !== undefined) h['Content-Type'] = 'application/json';
   let res;
   try {
-    res = await fetch(BASE + urlPath, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(BASE + urlPath, {
+      method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(20000),
+    });
   } catch (err) {
     throw new Error(`gateway at FLOODGATE_URL=${BASE} does not answer ${method} ${urlPath}: ${err.message}`);
   }
