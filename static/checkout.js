@@ -3,11 +3,12 @@
 // device's clock. Idempotency keys are kept so a retried click is the same action.
 
 import { request, requestPatiently, newKey, sleep } from './api.js';
-import { messageFor, HOLD_ENDINGS, TEST_CARDS } from './messages.js';
+import { messageFor, HOLD_ENDINGS } from './messages.js';
 import { Deadline, clock, money, plural, when } from './format.js';
 import { $, show, say, setText, fillSeatList, currentView } from './view.js';
 import { SeatMap } from './seat-map.js';
 import { readAuth, renderConfirmed } from './receipt.js';
+import { renderCards, describeError } from './cards.js';
 
 const SEAT_REFRESH_MS = 5000;
 
@@ -310,23 +311,4 @@ export class Shop {
     clearInterval(this.timer);
     this.timer = null;
   }
-}
-
-function describeError(e) {
-  if (!e) return '';
-  if (typeof e === 'string') return e.replace(/_/g, ' ');
-  return (e.message || e.decline_code || e.code || '').toString().replace(/_/g, ' ');
-}
-
-function renderCards() {
-  $('cards').replaceChildren(
-    ...TEST_CARDS.map((card, i) => {
-      const label = document.createElement('label');
-      label.innerHTML = `<input type="radio" name="card" value="${card.id}"${i === 0 ? ' checked' : ''}>
-        <span><strong></strong><br><span class="muted small"></span> <code>${card.id}</code></span>`;
-      label.querySelector('strong').textContent = card.label;
-      label.querySelector('.muted').textContent = card.note;
-      return label;
-    }),
-  );
 }

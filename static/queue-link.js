@@ -31,10 +31,24 @@ export class QueueLink {
     this.poll();
     if ('WebSocket' in window) this.connect();
     else this.onConnection('polling');
+    // A phone waking up or a network coming back: catch up at once instead of waiting out
+    // the backoff (one buyer's early retry does not make a wave).
+    this.wake = () => {
+      if (this.stopped || this.isLive() || document.visibilityState === 'hidden') return;
+      this.poll();
+      if (!this.ws && 'WebSocket' in window) {
+        clearTimeout(this.wsTimer);
+        this.connect();
+      }
+    };
+    window.addEventListener('online', this.wake);
+    document.addEventListener('visibilitychange', this.wake);
   }
 
   stop() {
     this.stopped = true;
+    window.removeEventListener('online', this.wake);
+    document.removeEventListener('visibilitychange', this.wake);
     clearTimeout(this.pollTimer);
     clearTimeout(this.wsTimer);
     if (this.ws) this.ws.close(1000, 'done');
