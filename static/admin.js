@@ -219,7 +219,7 @@ $('pause').addEventListener('click', async () => {
 $('close').addEventListener('click', async () => {
   if (!confirm(`Close the queue of ${event}? No one new can join or be offered a turn. Buyers already choosing seats can finish.`)) return;
   try {
-    await call('POST', '/close');
+    await call('POST', '/close', {});
     closed = true;
     renderState();
     setText('control-status', 'The queue is closed.');

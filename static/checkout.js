@@ -205,7 +205,7 @@ export class Shop {
     $('to-payment').hidden = true;
     $('payment-form').hidden = false;
     try {
-      const { body } = await request('POST', `/api/holds/${encodeURIComponent(this.hold.hold_id)}/extend`, { token: this.token });
+      const { body } = await request('POST', `/api/holds/${encodeURIComponent(this.hold.hold_id)}/extend`, { token: this.token, body: {} });
       this.holdDeadline = new Deadline(Number(body.expires_in_s) || 0);
       this.tickHold();
     } catch (err) {

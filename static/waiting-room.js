@@ -262,7 +262,7 @@ async function claimByPost() {
   const queued = store.get('queue');
   if (!queued?.token) return;
   try {
-    const { body } = await requestPatiently('POST', api('/queue/claim'), { token: queued.token }, (err, s) =>
+    const { body } = await requestPatiently('POST', api('/queue/claim'), { token: queued.token, body: {} }, (err, s) =>
       say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'),
     );
     admitted(body.admission_token, body.session_expires_at);

@@ -99,7 +99,7 @@ async function admitByApi(event, queueToken, timeoutMs = 30000) {
     const st = await api('GET', `/api/events/${event}/queue/status`, { token: queueToken });
     assert.equal(st.status, 200, `status → ${st.status} ${JSON.stringify(st.body)}`);
     if (st.body.status === 'offered' || st.body.status === 'admitted') {
-      const claim = await api('POST', `/api/events/${event}/queue/claim`, { token: queueToken });
+      const claim = await api('POST', `/api/events/${event}/queue/claim`, { token: queueToken, body: {} });
       assert.equal(claim.status, 200, `claim → ${claim.status} ${JSON.stringify(claim.body)}`);
       return claim.body.admission_token;
     }

@@ -60,7 +60,7 @@ test('a waiting buyer is told at once when the sale is paused, then closed', { t
   assert.match(await page.textContent('#paused-banner'), /keep your place/);
   assert.match(await page.textContent('#wait'), /not known yet/);
 
-  await h.organizer('POST', `/api/admin/events/${event}/close`);
+  await h.organizer('POST', `/api/admin/events/${event}/close`, {});
   await h.waitForView(page, 'ended', 15000);
   assert.equal(await page.textContent('#ended-title'), 'This sale is closed');
   assert.deepEqual(page.errors, []);
