@@ -1,0 +1,314 @@
+// After the claim: choose seats, hold them, pay, and the outcome. Every countdown is
+// computed from the server's `expires_in_s` on the monotonic clock, never from the
+// device's clock. Idempotency keys are kept so a retried click is the same action.
+
+import { request, requestPatiently, newKey, sleep } from './api.js';
+import { messageFor, HOLD_ENDINGS } from './messages.js';
+import { Deadline, clock, money, plural, when } from './format.js';
+import { $, show, say, setText, fillSeatList, currentView } from './view.js';
+import { SeatMap } from './seat-map.js';
+import { readAuth, renderConfirmed } from './receipt.js';
+import { renderCards, describeError } from './cards.js';
+
+const SEAT_REFRESH_MS = 5000;
+
+export class Shop {
+  constructor({ event, info, store, onSessionEnd }) {
+    this.event = event;
+    this.info = info;
+    this.store = store;
+    this.onSessionEnd = onSessionEnd;
+    this.currency = (info.currency || 'USD').toUpperCase();
+    this.maxSeats = Number(info.max_seats_per_hold) || 6;
+    this.map = null;
+    this.etag = null;
+    this.hold = null;
+    this.holdDeadline = null;
+    this.timer = null;
+    this.price = (c) => money(c, this.currency);
+    $('hold').addEventListener('click', () => this.holdSeats());
+    $('to-payment').addEventListener('click', () => this.openPayment());
+    $('payment-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.pay();
+    });
+    $('release').addEventListener('click', () => this.release());
+    $('back-to-seats').addEventListener('click', () => this.enter());
+    renderCards();
+  }
+
+  get token() {
+    return this.store.get('session')?.token;
+  }
+
+  /** Reopened tab with a session: find out whether it already has a hold. */
+  async resume() {
+    // A hold this browser made is read with its receipt key first: the session itself ends
+    // when the order is confirmed, and the buyer must still see that order.
+    const stored = this.store.get('hold');
+    if (stored?.hold_id && stored.receipt_key) {
+      try {
+        const { body: hold } = await request('GET', `/api/holds/${encodeURIComponent(stored.hold_id)}`, readAuth(null, stored.receipt_key));
+        if (['held', 'paying', 'confirmed'].includes(hold.state)) {
+          this.route(hold);
+          return;
+        }
+      } catch {
+        // Unreadable: ask the session below.
+      }
+      this.store.remove('hold');
+    }
+    try {
+      const { body } = await request('GET', '/api/session', { token: this.token });
+      if (body.hold) {
+        const holdId = body.hold.hold_id || body.hold;
+        const { body: hold } = await request('GET', `/api/holds/${encodeURIComponent(holdId)}`, { token: this.token });
+        this.store.set('hold', { hold_id: hold.hold_id, receipt_key: body.hold.receipt_key || this.store.get('hold')?.receipt_key });
+        this.route(hold);
+        return;
+      }
+      this.enter();
+    } catch (err) {
+      if (err.status === 401 || err.status === 403) this.onSessionEnd(err.code);
+      else this.enter();
+    }
+  }
+
+  /** The seat map. */
+  async enter() {
+    this.stopTimer();
+    say('');
+    setText('max-seats', plural(this.maxSeats, 'seat', 'seats'));
+    const session = this.store.get('session');
+    setText('session-ends', session?.expires_at ? `Your shopping time ends at ${when(session.expires_at)}.` : '');
+    if (!this.map) {
+      this.map = new SeatMap($('seat-map'), {
+        maxSeats: this.maxSeats,
+        price: this.price,
+        onChange: (seats) => this.renderSelection(seats),
+        onLimit: () => say(`You can pick up to ${plural(this.maxSeats, 'seat', 'seats')} in one order.`, 'warn'),
+      });
+    }
+    show('seats');
+    this.renderSelection(this.map.selected());
+    await this.refreshSeats();
+    this.timer = setInterval(() => this.refreshSeats(), SEAT_REFRESH_MS);
+  }
+
+  async refreshSeats() {
+    try {
+      const res = await request('GET', `/api/events/${encodeURIComponent(this.event)}/seats`, { etag: this.etag });
+      if (res.status === 304) return;
+      this.etag = res.headers.get('ETag');
+      const lost = this.map.setSeats(res.body.seats || []);
+      if (lost.length) say(`${lost.map((s) => s.seat_id).join(', ')} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else. Please choose another.`, 'warn');
+    } catch (err) {
+      if (!this.map.hasSeats()) say(messageFor(err.code));
+    }
+  }
+
+  renderSelection(seats) {
+    fillSeatList('selection-list', seats, this.price);
+    $('selection-empty').hidden = seats.length > 0;
+    const total = seats.reduce((sum, s) => sum + (s.price_cents || 0), 0);
+    setText('selection-total', this.price(total));
+    const button = $('hold');
+    button.disabled = seats.length === 0;
+    button.textContent = seats.length ? `Hold ${plural(seats.length, 'seat', 'seats')}` : 'Hold seats';
+    setText('seat-announce', seats.length ? `${plural(seats.length, 'seat', 'seats')} selected, total ${this.price(total)}.` : 'No seats selected.');
+  }
+
+  async holdSeats() {
+    const ids = this.map.selected().map((s) => s.seat_id).sort();
+    if (!ids.length) return;
+    // Same selection retried → same key, so a lost response cannot make a second hold.
+    const previous = this.store.get('holdKey');
+    const key = previous && previous.seats === ids.join(',') ? previous.key : newKey();
+    this.store.set('holdKey', { seats: ids.join(','), key });
+    const button = $('hold');
+    button.disabled = true;
+    button.textContent = 'Holding…';
+    try {
+      const { body } = await requestPatiently('POST', `/api/events/${encodeURIComponent(this.event)}/holds`, {
+        token: this.token, idempotencyKey: key, body: { seats: ids },
+      }, (err, s) => say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'));
+      this.store.remove('holdKey');
+      this.store.set('hold', { hold_id: body.hold_id, receipt_key: body.receipt_key });
+      this.map.clearSelection();
+      this.showHold(body);
+    } catch (err) {
+      this.store.remove('holdKey');
+      this.renderSelection(this.map.selected());
+      if (err.code === 'seat_unavailable') {
+        const lost = err.problem.seats || [];
+        this.map.markTaken(lost);
+        say(lost.length
+          ? `Sorry — ${lost.join(', ')} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else. Nothing is held; please choose again.`
+          : messageFor(err.code));
+        this.etag = null;
+        this.refreshSeats();
+      } else if (err.code === 'hold_limit') {
+        this.resume();
+      } else if (err.status === 401 || err.status === 403) {
+        this.onSessionEnd(err.code);
+      } else {
+        say(messageFor(err.code));
+      }
+    }
+  }
+
+  /** Routes a hold read to its view. */
+  route(hold) {
+    if (hold.state === 'held') this.showHold(hold);
+    else if (hold.state === 'paying') this.waitForPayment(hold.hold_id);
+    else if (hold.state === 'confirmed') this.confirmed(hold);
+    else this.ended(hold.state);
+  }
+
+  showHold(hold) {
+    this.stopTimer();
+    this.hold = hold;
+    this.holdDeadline = new Deadline(Number(hold.expires_in_s) || 0);
+    // The hold names seat ids; the map (when loaded) knows their rows and prices.
+    const seats = (hold.seats || []).map((s) => (typeof s === 'string' ? this.map?.byId.get(s) || s : s));
+    fillSeatList('hold-seats', seats, this.price);
+    const known = typeof hold.total_cents === 'number';
+    if (known) this.hold.total_cents = hold.total_cents;
+    setText('hold-total', known ? this.price(hold.total_cents) : '');
+    $('hold-total').parentElement.hidden = !known;
+    setText('pay', known ? `Pay ${this.price(hold.total_cents)}` : 'Pay');
+    show('hold');
+    this.timer = setInterval(() => this.tickHold(), 250);
+    this.tickHold();
+  }
+
+  tickHold() {
+    const left = this.holdDeadline.remaining();
+    setText('hold-countdown', clock(left));
+    if (left <= 0) {
+      this.stopTimer();
+      this.checkHold();
+    }
+  }
+
+  async checkHold() {
+    try {
+      const { body } = await request('GET', `/api/holds/${encodeURIComponent(this.hold.hold_id)}`, { token: this.token });
+      if (body.state === 'held' && body.expires_in_s > 0) this.showHold({ ...this.hold, ...body });
+      else this.route(body.state === 'held' ? { ...body, state: 'expired' } : body);
+    } catch {
+      this.ended('expired');
+    }
+  }
+
+  async openPayment() {
+    $('to-payment').hidden = true;
+    $('payment-form').hidden = false;
+    try {
+      const { body } = await request('POST', `/api/holds/${encodeURIComponent(this.hold.hold_id)}/extend`, { token: this.token, body: {} });
+      this.holdDeadline = new Deadline(Number(body.expires_in_s) || 0);
+      this.tickHold();
+    } catch (err) {
+      if (err.code === 'hold_expired') this.ended('expired');
+      else if (err.code === 'payment_in_progress') this.waitForPayment(this.hold.hold_id);
+      // Other failures leave the current countdown standing; paying may still work.
+    }
+    document.querySelector('#cards input:checked')?.focus();
+  }
+
+  async pay() {
+    const card = document.querySelector('#cards input:checked')?.value || 'pm_card_visa';
+    const holdId = this.hold.hold_id;
+    // The same click retried (network loss, busy server, reload) reuses its key; a new
+    // attempt after a decline gets a new one.
+    const previous = this.store.get('payKey');
+    const key = previous && previous.hold_id === holdId && previous.card === card && !previous.settled ? previous.key : newKey();
+    this.store.set('payKey', { hold_id: holdId, card, key, settled: false });
+    $('pay').disabled = true;
+    say('');
+    try {
+      await requestPatiently('POST', `/api/holds/${encodeURIComponent(holdId)}/checkout`, {
+        token: this.token, idempotencyKey: key, body: { payment_method: card },
+      }, (err, s) => say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'));
+      this.waitForPayment(holdId);
+    } catch (err) {
+      if (err.code === 'payment_in_progress') this.waitForPayment(holdId);
+      else if (err.code === 'hold_expired') this.ended('expired');
+      else if (err.status === 401 || err.status === 403) this.onSessionEnd(err.code);
+      else say(messageFor(err.code));
+    } finally {
+      $('pay').disabled = false;
+    }
+  }
+
+  /** Polls the hold until the payment resolves. */
+  async waitForPayment(holdId) {
+    this.stopTimer();
+    show('paying');
+    $('paying-slow').hidden = true;
+    const started = performance.now();
+    const token = this.token;
+    const receipt = this.store.get('hold')?.receipt_key;
+    for (let delay = 800; currentView() === 'paying'; delay = Math.min(3000, delay * 1.3)) {
+      await sleep(delay);
+      if (performance.now() - started > 12000) $('paying-slow').hidden = false;
+      let hold;
+      try {
+        hold = (await request('GET', `/api/holds/${encodeURIComponent(holdId)}`, readAuth(token, receipt))).body;
+      } catch {
+        continue; // A lost poll is retried; the payment goes on without us.
+      }
+      if (hold.state === 'paying') continue;
+      if (hold.state === 'held') {
+        this.declined(hold);
+        return;
+      }
+      this.route(hold);
+      return;
+    }
+  }
+
+  declined(hold) {
+    const previous = this.store.get('payKey');
+    if (previous) this.store.set('payKey', { ...previous, settled: true });
+    this.showHold({ ...this.hold, ...hold });
+    $('to-payment').hidden = true;
+    $('payment-form').hidden = false;
+    const reason = describeError(hold.last_payment_error);
+    say(`Your card was declined${reason ? ` (${reason})` : ''}. No money was taken. The seats are still yours — try another card.`, 'warn');
+  }
+
+  async confirmed(hold) {
+    this.stopTimer();
+    const receipt = this.store.get('hold')?.receipt_key;
+    await renderConfirmed(this.event, hold, receipt, readAuth(this.token, receipt), this.price);
+    this.store.forgetSession();
+    this.store.remove('hold');
+  }
+
+  ended(state) {
+    this.stopTimer();
+    const ending = HOLD_ENDINGS[state] || HOLD_ENDINGS.released;
+    setText('failed-title', ending.title);
+    setText('failed-body', ending.body);
+    $('back-to-seats').hidden = false;
+    this.store.remove('hold');
+    show('failed');
+  }
+
+  async release() {
+    try {
+      await request('DELETE', `/api/holds/${encodeURIComponent(this.hold.hold_id)}`, { token: this.token });
+      this.store.remove('hold');
+      this.etag = null;
+      this.enter();
+    } catch (err) {
+      say(messageFor(err.code));
+    }
+  }
+
+  stopTimer() {
+    clearInterval(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,174 @@
+// The buyer's live line to the queue: a WebSocket while it works, polling the status
+// endpoint (at the server's `retry_after_s`) whenever it does not, and reconnection with
+// jittered backoff. The token, not the socket, holds the place, so reconnecting resumes it.
+
+import { request } from './api.js';
+
+const MAX_BACKOFF_MS = 30000;
+
+export class QueueLink {
+  /**
+   * onUpdate(update) receives normalized updates:
+   *   {type:'position', position, estimated_wait_s, estimated_wait_range_s?}
+   *   {type:'offered', offer_expires_in_s} · {type:'admitted', admission_token, session_expires_at}
+   *   {type:'status', status} · {type:'error', code}
+   * onConnection(mode) receives 'live' | 'reconnecting' | 'polling'.
+   */
+  constructor({ event, token, onUpdate, onConnection }) {
+    this.event = event;
+    this.token = token;
+    this.onUpdate = onUpdate;
+    this.onConnection = onConnection || (() => {});
+    this.ws = null;
+    this.failures = 0;
+    this.stopped = false;
+    this.pollTimer = null;
+    this.wsTimer = null;
+    this.lastPushAt = 0;
+  }
+
+  start() {
+    this.poll();
+    if ('WebSocket' in window) this.connect();
+    else this.onConnection('polling');
+    // A phone waking up or a network coming back: catch up at once instead of waiting out
+    // the backoff (one buyer's early retry does not make a wave).
+    this.wake = () => {
+      if (this.stopped || this.isLive() || document.visibilityState === 'hidden') return;
+      this.poll();
+      if (!this.ws && 'WebSocket' in window) {
+        clearTimeout(this.wsTimer);
+        this.connect();
+      }
+    };
+    window.addEventListener('online', this.wake);
+    document.addEventListener('visibilitychange', this.wake);
+  }
+
+  stop() {
+    this.stopped = true;
+    window.removeEventListener('online', this.wake);
+    document.removeEventListener('visibilitychange', this.wake);
+    clearTimeout(this.pollTimer);
+    clearTimeout(this.wsTimer);
+    if (this.ws) this.ws.close(1000, 'done');
+  }
+
+  /** Sends a claim over the socket; false when the socket is not open. */
+  claim() {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify({ type: 'claim' }));
+      return true;
+    }
+    return false;
+  }
+
+  isLive() {
+    return !!this.ws && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  connect() {
+    if (this.stopped) return;
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    const url = `${scheme}://${location.host}/api/events/${encodeURIComponent(this.event)}/queue/ws?token=${encodeURIComponent(this.token)}`;
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    let fatal = false;
+    let plannedDelay = null;
+    ws.onopen = () => {
+      this.failures = 0;
+      clearTimeout(this.pollTimer);
+      this.onConnection('live');
+    };
+    ws.onmessage = (ev) => {
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (msg.type === 'reconnect') {
+        // Graceful shutdown of this gateway: spread everyone's return over the window.
+        const after = Number(msg.after_ms) || 1000;
+        plannedDelay = after + Math.random() * after;
+        return;
+      }
+      if (msg.type === 'error') fatal = true;
+      this.lastPushAt = performance.now();
+      this.onUpdate(msg);
+    };
+    ws.onclose = () => {
+      if (this.ws === ws) this.ws = null;
+      if (this.stopped || fatal) return;
+      if (plannedDelay !== null) {
+        this.onConnection('reconnecting');
+        this.wsTimer = setTimeout(() => this.connect(), plannedDelay);
+      } else {
+        this.scheduleReconnect();
+      }
+      this.schedulePoll(1);
+    };
+  }
+
+  scheduleReconnect() {
+    if (this.stopped) return;
+    this.failures += 1;
+    // Full jitter: a crowd that lost one gateway must not come back in one wave.
+    const cap = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.failures);
+    const delay = 500 + Math.random() * cap;
+    this.onConnection(this.failures > 2 ? 'polling' : 'reconnecting');
+    this.wsTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  schedulePoll(seconds) {
+    clearTimeout(this.pollTimer);
+    if (this.stopped) return;
+    const jitter = 0.9 + Math.random() * 0.2;
+    this.pollTimer = setTimeout(() => this.poll(), Math.max(0.5, seconds) * 1000 * jitter);
+  }
+
+  /** One status read; schedules the next one only while the socket is down. */
+  async poll() {
+    if (this.stopped) return;
+    let next = 5;
+    const sentAt = performance.now();
+    try {
+      const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/queue/status`, {
+        token: this.token,
+      });
+      next = Number(body.retry_after_s) || 5;
+      // A socket message that arrived while this answer travelled is newer news: keep it.
+      if (!(this.lastPushAt > sentAt) && !this.stopped) this.onUpdate(statusToUpdate(body));
+    } catch (err) {
+      if (err.status === 401 || err.status === 403 || err.status === 404) {
+        if (!this.stopped) this.onUpdate({ type: 'error', code: err.code });
+        return;
+      }
+      next = err.retryAfterS || 5;
+    }
+    if (!this.isLive()) this.schedulePoll(next);
+  }
+}
+
+/** The status endpoint's answer in the socket's message shapes. */
+export function statusToUpdate(body) {
+  switch (body.status) {
+    case 'waiting':
+      return {
+        type: 'position',
+        position: body.position,
+        estimated_wait_s: body.estimated_wait_s,
+        estimated_wait_range_s: body.estimated_wait_range_s,
+      };
+    case 'offered':
+      return { type: 'offered', offer_expires_in_s: body.offer_expires_in_s };
+    default:
+      return { type: 'status', status: body.status, position: body.position };
+  }
+}

@@ -1,0 +1,82 @@
+// Which panel of the waiting room is on screen, the alert line and the connection badge.
+
+export const $ = (id) => document.getElementById(id);
+
+/** Shows one panel; moves focus to its heading so screen readers hear the change. */
+export function show(view, { focus = true } = {}) {
+  const app = $('app');
+  if (app.dataset.view === view) return;
+  app.dataset.view = view;
+  for (const panel of app.querySelectorAll('[data-panel]')) {
+    panel.hidden = panel.dataset.panel !== view;
+  }
+  if (focus) {
+    const heading = app.querySelector(`[data-panel="${view}"] h1`);
+    if (heading) heading.focus({ preventScroll: false });
+  }
+}
+
+export function currentView() {
+  return $('app').dataset.view;
+}
+
+/** kind: 'error' | 'warn' | 'info'. An empty text hides the alert. */
+export function say(text, kind = 'error') {
+  const el = $('alert');
+  if (!text) {
+    el.hidden = true;
+    el.textContent = '';
+    return;
+  }
+  el.dataset.kind = kind;
+  el.textContent = text;
+  el.hidden = false;
+}
+
+const CONNECTION_TEXT = {
+  live: 'Live',
+  reconnecting: 'Reconnecting…',
+  polling: 'Checking regularly',
+};
+
+export function connection(mode) {
+  const el = $('connection');
+  if (!mode) {
+    el.hidden = true;
+    return;
+  }
+  el.hidden = false;
+  el.dataset.mode = mode;
+  el.textContent = CONNECTION_TEXT[mode] || mode;
+}
+
+export function setText(id, text) {
+  const el = $(id);
+  if (el) el.textContent = text;
+}
+
+/** Renders seats as list items: "Section A · Row B · Seat 12 … $45.00". */
+export function fillSeatList(id, seats, formatPrice) {
+  const ul = $(id);
+  ul.replaceChildren(
+    ...seats.map((seat) => {
+      const li = document.createElement('li');
+      const name = document.createElement('span');
+      name.textContent = describeSeat(seat);
+      li.append(name);
+      if (typeof seat.price_cents === 'number') {
+        const price = document.createElement('span');
+        price.textContent = formatPrice(seat.price_cents);
+        li.append(price);
+      }
+      return li;
+    }),
+  );
+}
+
+/** Holds and orders may list seats as ids or as objects. */
+export function describeSeat(seat) {
+  if (typeof seat === 'string') return `Seat ${seat}`;
+  if (seat.section && seat.row !== undefined) return `${seat.section} · Row ${seat.row} · Seat ${seat.number}`;
+  return `Seat ${seat.seat_id}`;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs the browser tests. With FLOODGATE_URL set, against that gateway; otherwise starts one
+# here on a free loopback port (embedded default: SQLite in a temporary folder, in-memory
+# queue, simulated payments), with a known organizer key and a join limit the suite cannot
+# reach, and stops it afterwards. FLOODGATE_GATEWAY_CMD overrides how it is started.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
+[ -x "$chromium" ] || { echo "no Chromium at $chromium: apt-get install -y chromium (or set CHROMIUM_PATH)" >&2; exit 1; }
+[ -d tests/pages/node_modules/playwright-core ] || npm ci --prefix tests/pages --no-audit --no-fund
+
+if [ -z "${FLOODGATE_URL:-}" ]; then
+  work="$(mktemp -d)"
+  log="$work/gateway.log"
+  export FLOODGATE_ORGANIZER_KEY="${FLOODGATE_ORGANIZER_KEY:-pages-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
+  FLOODGATE_LISTEN=127.0.0.1:0 \
+  FLOODGATE_JOIN_LIMIT_PER_MIN=1000000 \
+  DATABASE_URL="sqlite:$work/floodgate.db" \
+    ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway} >"$log" 2>&1 &
+  gateway=$!
+  trap 'kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; rm -rf "$work"' EXIT
+  addr=""
+  # Up to 10 minutes: the first run may compile the gateway.
+  for _ in $(seq 1 1200); do
+    addr="$(grep -a -m1 'listening' "$log" | grep -aoE '127\.0\.0\.1:[0-9]+' | head -n1 || true)"
+    [ -n "$addr" ] && break
+    if ! kill -0 "$gateway" 2>/dev/null; then
+      cat "$log" >&2
+      echo "the gateway exited before listening" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  [ -n "$addr" ] || { cat "$log" >&2; echo "the gateway never logged its address" >&2; exit 1; }
+  export FLOODGATE_URL="http://$addr"
+  echo "browser tests against the gateway at $FLOODGATE_URL"
+fi
+
+node --test tests/pages/
