@@ -52,6 +52,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    metrics::handle();
     let cancel = CancellationToken::new();
     let state = startup::build(&config, cancel.clone()).await?;
     let mut loops = startup::spawn_loops(&state);
@@ -84,6 +85,9 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::session::router())
         .merge(routes::holds::router())
         .merge(routes::orders::router())
+        .merge(routes::pages::router())
+        .merge(routes::admin::router())
+        .merge(routes::ops::router())
         .route_layer(axum::middleware::from_fn(request_span::trace))
         .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
         .fallback(|| async { problem::Problem::not_found("no such route") })

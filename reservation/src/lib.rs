@@ -7,6 +7,7 @@
 //! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
 //! - `event` — events (with the fairness seed commitment) and their seats.
 //! - `session` — admission sessions, one per ticket.
+//! - `audit` — the organizer's audit log.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_life` — `extend`, `release`, `sweep`.
@@ -19,6 +20,7 @@
 //! - `testing` (feature) — fresh databases for tests.
 
 mod admission_state;
+mod audit;
 mod dialect;
 mod error;
 mod event;
@@ -38,6 +40,7 @@ pub mod testing;
 mod views;
 
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
+pub use audit::AuditEntry;
 pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};

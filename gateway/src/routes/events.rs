@@ -50,6 +50,8 @@ async fn event(State(state): State<AppState>, PathId(id): PathId) -> Result<Resp
         "opens_at": rfc3339(event.opens_at_ms),
         "status": state_name(queue),
         "seats_left": snapshot.seats_left,
+        "max_seats_per_hold": event.max_seats_per_hold,
+        "currency": event.currency,
     }))
     .into_response())
 }

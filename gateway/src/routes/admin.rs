@@ -1,0 +1,415 @@
+//! The organizer API: create an event, add seats, tune admission live, read stats and stuck
+//! payments, close the queue. Every route needs an organizer key; every change is audited.
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use reservation::{AdmissionPatch, EventId, NewEvent, NewSeat, SeatId};
+
+use crate::auth;
+use crate::body;
+use crate::clock::rfc3339;
+use crate::extract::PathId;
+use crate::problem::Problem;
+use crate::routes::events::event_id;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/admin/events", post(create))
+        .route("/api/admin/events/{event}/seats", post(seats))
+        .route("/api/admin/events/{event}/admission", patch(tune))
+        .route("/api/admin/events/{event}/stats", get(stats))
+        .route("/api/admin/events/{event}/stuck", get(stuck))
+        .route("/api/admin/events/{event}/close", post(close))
+}
+
+const ACTOR: &str = "organizer";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateEvent {
+    event: String,
+    name: String,
+    opens_at: Option<String>,
+    hold_ttl_s: Option<i64>,
+    max_hold_s: Option<i64>,
+    max_seats_per_hold: Option<i64>,
+    resolve_s: Option<i64>,
+    abandon_s: Option<i64>,
+    currency: Option<String>,
+    #[serde(default)]
+    admission: AdmissionSettings,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct AdmissionSettings {
+    rate_per_min: Option<i64>,
+    max_active: Option<i64>,
+    session_s: Option<i64>,
+    offer_s: Option<i64>,
+    paused: Option<bool>,
+}
+
+fn positive(name: &str, value: Option<i64>, into: &mut i64) -> Result<(), Problem> {
+    match value {
+        Some(v) if v <= 0 => Err(Problem::bad_request(format!("{name} must be positive"))),
+        Some(v) => {
+            *into = v;
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
+async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
+    if let Err(error) = state
+        .store
+        .audit(ACTOR, action, Some(event), &detail.to_string())
+        .await
+    {
+        tracing::error!(%error, action, "audit log write failed");
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let request: CreateEvent = body::parse(&headers, &raw)?;
+    let id = event_id(&request.event)?;
+    if request.name.trim().is_empty() || request.name.len() > 200 {
+        return Err(Problem::bad_request("name must be 1-200 characters"));
+    }
+    let mut spec = NewEvent::new(id.clone(), request.name.trim());
+    if let Some(opens_at) = &request.opens_at {
+        let at =
+            time::OffsetDateTime::parse(opens_at, &time::format_description::well_known::Rfc3339)
+                .map_err(|_| Problem::bad_request("opens_at must be an RFC 3339 time"))?;
+        spec.opens_at_ms = Some(i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0));
+    }
+    positive("hold_ttl_s", request.hold_ttl_s, &mut spec.hold_ttl_s)?;
+    positive("max_hold_s", request.max_hold_s, &mut spec.max_hold_s)?;
+    positive(
+        "max_seats_per_hold",
+        request.max_seats_per_hold,
+        &mut spec.max_seats_per_hold,
+    )?;
+    positive("resolve_s", request.resolve_s, &mut spec.resolve_s)?;
+    positive("abandon_s", request.abandon_s, &mut spec.abandon_s)?;
+    positive(
+        "rate_per_min",
+        request.admission.rate_per_min,
+        &mut spec.rate_per_min,
+    )?;
+    positive(
+        "max_active",
+        request.admission.max_active,
+        &mut spec.max_active,
+    )?;
+    positive("offer_s", request.admission.offer_s, &mut spec.offer_s)?;
+    // A session must outlive a hold's longest life plus its payment's abandon deadline.
+    spec.session_s = request
+        .admission
+        .session_s
+        .unwrap_or(spec.session_s.max(spec.max_hold_s + spec.abandon_s));
+    if spec.session_s < spec.max_hold_s + spec.abandon_s {
+        return Err(Problem::bad_request(
+            "session_s must be at least max_hold_s + abandon_s",
+        ));
+    }
+    if spec.hold_ttl_s > spec.max_hold_s {
+        return Err(Problem::bad_request(
+            "hold_ttl_s must not exceed max_hold_s",
+        ));
+    }
+    if let Some(currency) = &request.currency {
+        if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(Problem::bad_request("currency is a three-letter ISO code"));
+        }
+        spec.currency = currency.to_ascii_lowercase();
+    }
+    if state.store.get_event(&id).await.is_ok() {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "event_exists",
+            "an event with this id exists",
+        ));
+    }
+    let event = state.store.create_event(spec).await?;
+    if request.admission.paused == Some(true) {
+        state
+            .store
+            .update_admission_control(
+                &id,
+                &AdmissionPatch {
+                    paused: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await?;
+    }
+    audit(
+        &state,
+        "create_event",
+        id.as_str(),
+        &serde_json::from_slice(&raw).unwrap_or(Value::Null),
+    )
+    .await;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({
+            "event": event.event_id.as_str(),
+            "name": event.name,
+            "opens_at": rfc3339(event.opens_at_ms),
+            "seed_commitment": event.seed_commitment,
+        })),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeatsRequest {
+    seats: Option<Vec<SeatSpec>>,
+    generate: Option<Generate>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeatSpec {
+    seat_id: String,
+    section: String,
+    #[serde(default)]
+    row: String,
+    #[serde(default)]
+    number: i64,
+    price_cents: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Generate {
+    section: String,
+    rows: u32,
+    per_row: u32,
+    price_cents: i64,
+}
+
+async fn seats(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let event = event_id(&id)?;
+    let request: SeatsRequest = body::parse(&headers, &raw)?;
+    state.store.get_event(&event).await?;
+    let added = match request {
+        SeatsRequest {
+            seats: Some(seats),
+            generate: None,
+        } => {
+            if seats.is_empty() || seats.len() > 10_000 {
+                return Err(Problem::bad_request("give 1-10,000 seats per request"));
+            }
+            let list = seats
+                .into_iter()
+                .map(|s| {
+                    if s.price_cents < 0 || s.section.is_empty() || s.section.len() > 64 {
+                        return Err(Problem::bad_request(
+                            "each seat needs a section and a price of 0 or more",
+                        ));
+                    }
+                    Ok(NewSeat {
+                        seat_id: s
+                            .seat_id
+                            .parse::<SeatId>()
+                            .map_err(|e| Problem::bad_request(e.to_string()))?,
+                        section: s.section,
+                        row_label: s.row,
+                        number: s.number,
+                        price_cents: s.price_cents,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            state.store.add_seats(&event, &list).await?
+        }
+        SeatsRequest {
+            seats: None,
+            generate: Some(g),
+        } => {
+            let valid_section = !g.section.is_empty()
+                && g.section.len() <= 40
+                && crate::extract::is_valid_id(&g.section);
+            if !valid_section
+                || g.rows == 0
+                || g.per_row == 0
+                || g.rows * g.per_row > 100_000
+                || g.price_cents < 0
+            {
+                return Err(Problem::bad_request(
+                    "generate needs a section id, 1+ rows and seats per row (100,000 at most), a price of 0 or more",
+                ));
+            }
+            state
+                .store
+                .generate_seats(&event, &g.section, g.rows, g.per_row, g.price_cents)
+                .await?
+        }
+        _ => return Err(Problem::bad_request("give either `seats` or `generate`")),
+    };
+    state.seats.invalidate(event.as_str());
+    audit(
+        &state,
+        "add_seats",
+        event.as_str(),
+        &json!({ "added": added }),
+    )
+    .await;
+    Ok(
+        axum::Json(json!({ "added": added, "total": state.store.seat_count(&event).await? }))
+            .into_response(),
+    )
+}
+
+async fn tune(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let event = event_id(&id)?;
+    let request: AdmissionSettings = body::parse(&headers, &raw)?;
+    for (name, value) in [
+        ("rate_per_min", request.rate_per_min),
+        ("max_active", request.max_active),
+        ("session_s", request.session_s),
+        ("offer_s", request.offer_s),
+    ] {
+        if value
+            .is_some_and(|v| v < 0 || (name != "rate_per_min" && name != "max_active" && v == 0))
+        {
+            return Err(Problem::bad_request(format!("{name} is out of range")));
+        }
+    }
+    let patch = AdmissionPatch {
+        rate_per_min: request.rate_per_min,
+        max_active: request.max_active,
+        session_s: request.session_s,
+        offer_s: request.offer_s,
+        paused: request.paused,
+        closed: None,
+    };
+    let control = state.store.update_admission_control(&event, &patch).await?;
+    audit(
+        &state,
+        "tune_admission",
+        event.as_str(),
+        &serde_json::from_slice(&raw).unwrap_or(Value::Null),
+    )
+    .await;
+    Ok(axum::Json(control_json(&control)).into_response())
+}
+
+fn control_json(c: &reservation::AdmissionControl) -> Value {
+    json!({
+        "rate_per_min": c.rate_per_min, "max_active": c.max_active, "session_s": c.session_s,
+        "offer_s": c.offer_s, "paused": c.paused, "closed": c.closed, "version": c.version,
+    })
+}
+
+async fn close(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let event = event_id(&id)?;
+    let patch = AdmissionPatch {
+        closed: Some(true),
+        ..Default::default()
+    };
+    let control = state.store.update_admission_control(&event, &patch).await?;
+    audit(&state, "close", event.as_str(), &json!({})).await;
+    Ok(axum::Json(control_json(&control)).into_response())
+}
+
+async fn stats(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let event: EventId = event_id(&id)?;
+    let control = state
+        .store
+        .admission_control(&event)
+        .await?
+        .ok_or_else(|| Problem::not_found("no such event"))?;
+    let counts = state.store.counts(&event).await?;
+    let admitted_total = state.store.admitted_total(&event).await?;
+    let snapshot = state.admission.subscribe(&id).borrow().clone();
+    let seats = |s: &str| counts.seats(s);
+    Ok(axum::Json(json!({
+        "queue": {
+            "state": crate::routes::events::state_name(snapshot.state),
+            "waiting": snapshot.waiting,
+            "offered": snapshot.open_offers,
+            "active": snapshot.active,
+            "served": snapshot.served,
+            "lapsed_total": snapshot.lapsed_total,
+            "admitted_total": admitted_total,
+            "outflow_per_min": snapshot.outflow_per_min,
+        },
+        "admission": control_json(&control),
+        "seats": { "available": seats("available"), "held": seats("held"), "paying": seats("paying"), "sold": seats("sold") },
+        "holds": counts.holds,
+        "payments": counts.attempts,
+    }))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+struct StuckQuery {
+    older_than_s: Option<i64>,
+}
+
+async fn stuck(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    Query(query): Query<StuckQuery>,
+) -> Result<Response, Problem> {
+    auth::organizer(&state, &headers)?;
+    let event = event_id(&id)?;
+    let older_than_s = query.older_than_s.unwrap_or(60);
+    if older_than_s < 0 {
+        return Err(Problem::bad_request("older_than_s must be 0 or more"));
+    }
+    state.store.get_event(&event).await?;
+    let attempts = state.store.stuck(&event, older_than_s).await?;
+    let list: Vec<Value> = attempts
+        .iter()
+        .map(|a| {
+            json!({
+                "payment_id": a.attempt_id.as_str(), "hold_id": a.hold_id.as_str(), "state": a.state.as_str(),
+                "amount_cents": a.amount_cents, "payment_method": a.payment_method,
+                "created_at": rfc3339(a.created_at_ms), "resolve_by": rfc3339(a.resolve_by_ms),
+                "abandon_at": rfc3339(a.abandon_at_ms), "last_error": a.last_error,
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({ "older_than_s": older_than_s, "payments": list })).into_response())
+}
