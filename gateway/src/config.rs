@@ -67,6 +67,26 @@ pub struct Config {
 }
 
 impl Config {
+    /// The embedded default without reading the environment (tests start gateways in a process
+    /// whose environment names the test servers).
+    pub fn embedded(listen: SocketAddr, database_url: impl Into<String>) -> Self {
+        Self {
+            listen,
+            database_url: database_url.into(),
+            redis_url: None,
+            organizer_key: None,
+            token_secret: None,
+            token_secrets: None,
+            payment_url: None,
+            payment_key: None,
+            webhook_secret: None,
+            join_limit_per_min: 60,
+            trusted_proxies: Vec::new(),
+            demo: None,
+            log: "text".to_owned(),
+        }
+    }
+
     pub fn demo_enabled(&self) -> bool {
         self.demo
             .unwrap_or_else(|| self.database_url.starts_with("sqlite:"))
