@@ -63,5 +63,12 @@ if ! redis_answers; then
   redis_answers || { echo "error: the throwaway Redis did not start; see $scratch/redis.log" >&2; exit 1; }
 fi
 
+command -v chromium >/dev/null || { echo "error: the page tests need Chromium; install it: apt-get install -y chromium" >&2; exit 1; }
+command -v node >/dev/null || { echo "error: the page tests need Node.js 20+; install it: apt-get install -y nodejs npm" >&2; exit 1; }
+
 echo "testing against DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL"
 cargo test --workspace --all-features --locked "$@"
+
+# The pages, in headless Chromium, against a gateway on the embedded default.
+cargo build --locked -p gateway
+FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh

@@ -67,7 +67,7 @@ async function createEvent(label, { rows = 3, perRow = 8, priceCents = 4500, adm
     opens_at: new Date(Date.now() - 2000).toISOString(),
     max_seats_per_hold: 4,
     ...fields,
-    admission: { rate_per_min: 600, max_active: 50, session_s: 900, offer_s: 120, ...admission },
+    admission: { rate_per_min: 600, max_active: 50, session_s: 1800, offer_s: 120, ...admission },
   });
   if (rows > 0) {
     await organizer('POST', `/api/admin/events/${event}/seats`, {
