@@ -179,9 +179,9 @@ pub async fn sessions(store: &Store, event: &EventId, n: usize) -> Vec<SessionId
 
 /// Race tests run one at a time: each loads the 2-core machine on its own, and their
 /// latencies and pools must not be starved by each other.
-pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|p| p.into_inner())
+pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+    static ONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    ONE.lock().await
 }
 
 /// Opens every connection of the pool up front, so a timed race measures holds, not
