@@ -16,8 +16,16 @@ const TASKS: usize = 64;
 /// Connections per pool: PostgreSQL here allows 100 in all, and both pools live at once.
 const CONNECTIONS: u32 = 40;
 const SEATS: u32 = 50_000;
+/// Holds per spread phase (`HOLDS_BENCH_SPREAD` overrides, for a loaded machine).
 const SPREAD_HOLDS: usize = 10_000;
 const REJECTIONS: usize = 50_000;
+
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 fn seat(n: usize) -> SeatId {
     format!("S{n:05}").parse().expect("valid seat id")
@@ -169,6 +177,8 @@ fn row(name: &str, value: String, bar: &str, ok: Option<bool>) {
 
 #[tokio::main]
 async fn main() {
+    let spread = setting("HOLDS_BENCH_SPREAD", SPREAD_HOLDS);
+    let rejections = setting("HOLDS_BENCH_REJECTIONS", REJECTIONS);
     let store: Store = fresh_postgres_with(StoreOptions {
         max_connections: CONNECTIONS,
         ..StoreOptions::default()
@@ -196,46 +206,49 @@ async fn main() {
         v.shuffle(&mut rand::rng());
         v
     };
-    let store_sessions = bulk_sessions(&raw, &event, "bs", SPREAD_HOLDS).await;
-    let raw_sessions = bulk_sessions(&raw, &event, "br", SPREAD_HOLDS).await;
+    eprintln!("seeded {SEATS} seats");
+    let store_sessions = bulk_sessions(&raw, &event, "bs", spread).await;
+    let raw_sessions = bulk_sessions(&raw, &event, "br", spread).await;
     // Warm both pools (connections and prepared statements) on seats outside the measured sets.
     let warm_sessions = bulk_sessions(&raw, &event, "bw", 2 * TASKS).await;
     for i in 0..TASKS {
         store
-            .hold(&warm_sessions[i], &[seat(order[2 * SPREAD_HOLDS + i])])
+            .hold(&warm_sessions[i], &[seat(order[2 * spread + i])])
             .await
             .expect("warm store");
         raw_hold(
             &raw,
             warm_sessions[TASKS + i].as_str(),
-            seat(order[2 * SPREAD_HOLDS + TASKS + i]).as_str(),
+            seat(order[2 * spread + TASKS + i]).as_str(),
         )
         .await;
     }
 
     let (o, s) = (Arc::new(order.clone()), Arc::new(store_sessions));
     let st = store.clone();
-    let store_rate = drive(SPREAD_HOLDS, move |i| {
+    let store_rate = drive(spread, move |i| {
         let (st, o, s) = (st.clone(), o.clone(), s.clone());
         async move {
             st.hold(&s[i], &[seat(o[i])]).await.expect("spread hold");
         }
     })
     .await;
+    eprintln!("store spread: {store_rate:.0} holds/s");
     let (o, s, pool) = (Arc::new(order.clone()), Arc::new(raw_sessions), raw.clone());
-    let raw_rate = drive(SPREAD_HOLDS, move |i| {
+    let raw_rate = drive(spread, move |i| {
         let (o, s, pool) = (o.clone(), s.clone(), pool.clone());
         async move {
-            raw_hold(&pool, s[i].as_str(), seat(o[SPREAD_HOLDS + i]).as_str()).await;
+            raw_hold(&pool, s[i].as_str(), seat(o[spread + i]).as_str()).await;
         }
     })
     .await;
+    eprintln!("raw spread: {raw_rate:.0} holds/s");
 
     // Rejections: everyone asks for a seat that is already held.
     let taken = seat(order[0]);
     let losers = Arc::new(bulk_sessions(&raw, &event, "bl", TASKS).await);
     let st = store.clone();
-    let reject_rate = drive(REJECTIONS, move |i| {
+    let reject_rate = drive(rejections, move |i| {
         let (st, losers, taken) = (st.clone(), losers.clone(), taken.clone());
         async move {
             let r = st.hold(&losers[i % TASKS], &[taken]).await;
@@ -243,9 +256,10 @@ async fn main() {
         }
     })
     .await;
+    eprintln!("rejections: {reject_rate:.0}/s");
 
     // 1,000 buyers on one fresh seat, arriving within one second: losers' latency.
-    let one = seat(order[2 * SPREAD_HOLDS + 2 * TASKS]);
+    let one = seat(order[2 * spread + 2 * TASKS]);
     let buyers = bulk_sessions(&raw, &event, "b1k", 1000).await;
     let t0 = Instant::now();
     let tasks: Vec<_> = buyers
