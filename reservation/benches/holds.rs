@@ -83,7 +83,7 @@ async fn raw_hold(pool: &PgPool, session: &str, seat: &str) {
     let busy: Vec<String> = sqlx::query_scalar(
         "select seat_id from seats where event_id = (select event_id from admission_sessions \
          where session_id = $1 and ended_at is null and expires_at > clock_timestamp()) \
-         and seat_id in (select value from fg_each($2)) \
+         and seat_id = any(fg_arr($2)) \
          and not (state = 'available' or (state = 'held' and hold_expires_at <= clock_timestamp())) order by seat_id",
     )
     .bind(session)
@@ -112,7 +112,7 @@ async fn raw_hold(pool: &PgPool, session: &str, seat: &str) {
     let ttl = i64::from(h.get::<i32, _>("ttl_ms"));
     sqlx::query(
         "select seat_id, state, hold_id, case when state = 'held' and hold_expires_at <= clock_timestamp() then 1 else 0 end as expired, \
-         price_cents from seats where event_id = $1 and seat_id in (select value from fg_each($2)) order by seat_id for update",
+         price_cents from seats where event_id = $1 and seat_id = any(fg_arr($2)) order by seat_id for update",
     )
     .bind(&event)
     .bind(&json)
@@ -122,7 +122,7 @@ async fn raw_hold(pool: &PgPool, session: &str, seat: &str) {
     let hold = format!("h_{}", uuid::Uuid::now_v7().simple());
     let done = sqlx::query(
         "update seats set state = 'held', hold_id = $3, hold_expires_at = fg_ts($4), payment_attempt_id = null, \
-         version = version + 1 where event_id = $1 and seat_id in (select value from fg_each($2)) \
+         version = version + 1 where event_id = $1 and seat_id = any(fg_arr($2)) \
          and (state = 'available' or (state = 'held' and hold_expires_at <= clock_timestamp()))",
     )
     .bind(&event)
@@ -181,6 +181,7 @@ async fn main() {
     let rejections = setting("HOLDS_BENCH_REJECTIONS", REJECTIONS);
     let store: Store = fresh_postgres_with(StoreOptions {
         max_connections: CONNECTIONS,
+        acquire_timeout: Duration::from_secs(60),
         ..StoreOptions::default()
     })
     .await;
@@ -197,6 +198,7 @@ async fn main() {
         .map_or(url.clone(), |(s, _)| s.to_owned());
     let raw = PgPoolOptions::new()
         .max_connections(CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(60))
         .connect(&format!("{server}/{db}"))
         .await
         .expect("raw pool");

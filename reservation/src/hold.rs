@@ -70,7 +70,7 @@ impl Store {
             "select seat_id from seats \
              where event_id = (select event_id from admission_sessions \
                                where session_id = $1 and ended_at is null and expires_at > NOW) \
-             and seat_id in (select value from JSON_EACH($2)) \
+             and seat_id IN_JSON($2)) \
              and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
              order by seat_id",
         ))
@@ -95,7 +95,7 @@ impl Store {
             "select seat_id, state, hold_id, \
              case when state = 'held' and hold_expires_at <= NOW then 1 else 0 end as expired, \
              price_cents from seats \
-             where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
+             where event_id = $1 and seat_id IN_JSON($2)) \
              order by seat_id FOR_UPDATE",
         ))
         .bind(&h.event_id)
@@ -266,7 +266,7 @@ impl Store {
         let taken = sqlx::query(self.sql(
             "update seats set state = 'held', hold_id = $3, hold_expires_at = TS($4), \
              payment_attempt_id = null, version = version + 1 \
-             where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
+             where event_id = $1 and seat_id IN_JSON($2)) \
              and (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
         ))
         .bind(&h.event_id)
@@ -341,7 +341,7 @@ impl Store {
     pub(crate) async fn expire_holds(&self, tx: &mut Tx, hold_ids: &str) -> Result<usize, Error> {
         let ended = sqlx::query(self.sql(
             "update holds set state = 'expired', ended_at = NOW \
-             where hold_id in (select value from JSON_EACH($1)) and state = 'held' and expires_at <= NOW \
+             where hold_id IN_JSON($1)) and state = 'held' and expires_at <= NOW \
              returning hold_id, event_id, session_id, seats",
         ))
         .bind(hold_ids)

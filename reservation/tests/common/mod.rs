@@ -107,7 +107,7 @@ pub async fn naive_hold(
 ) -> bool {
     let json = serde_json::to_string(seats).expect("json");
     let busy: i64 = sqlx::query(
-        "select count(*) as n from seats where event_id = $1 and seat_id in (select value from fg_each($2)) \
+        "select count(*) as n from seats where event_id = $1 and seat_id = any(fg_arr($2)) \
          and state <> 'available'",
     )
     .bind(event.as_str())
@@ -137,7 +137,7 @@ async fn naive_write(
     let mut tx = store.pool().begin().await?;
     sqlx::query(
         "update seats set state = 'held', hold_id = $3, hold_expires_at = clock_timestamp() + interval '5 minutes' \
-         where event_id = $1 and seat_id in (select value from fg_each($2))",
+         where event_id = $1 and seat_id = any(fg_arr($2))",
     )
     .bind(event.as_str())
     .bind(json)
