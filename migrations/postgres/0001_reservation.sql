@@ -1,14 +1,16 @@
 -- The reservation core (DESIGN §4). Ids are text everywhere so both dialects share one
 -- Rust shape; times are timestamptz and every ownership decision reads clock_timestamp().
 
--- Helpers that let one SQL text serve both dialects: the store writes MS(x), TS(x), MSEC(x)
--- and JSON_EACH(x); SQLite reads them as the identity or its built-in json_each.
+-- Helpers that let one SQL text serve both dialects: the store writes MS(x), TS(x), MSEC(x),
+-- JSON_EACH(x) and IN_JSON(x)); SQLite reads them as the identity or its built-in json_each.
 create function fg_ms(t timestamptz) returns bigint language sql immutable parallel safe
     as $$ select (extract(epoch from t) * 1000)::bigint $$;
 create function fg_ts(ms bigint) returns timestamptz language sql immutable parallel safe
     as $$ select to_timestamp(ms / 1000.0) $$;
 create function fg_msec(ms bigint) returns interval language sql immutable parallel safe
     as $$ select ms * interval '1 millisecond' $$;
+create function fg_arr(j text) returns text[] language sql immutable parallel safe
+    as $$ select array(select jsonb_array_elements_text(j::jsonb)) $$;
 create function fg_each(j text) returns table (value text) language sql immutable parallel safe
     as $$ select jsonb_array_elements_text(j::jsonb) $$;
 

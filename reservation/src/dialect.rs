@@ -24,6 +24,13 @@ const TOKENS: &[(&str, &str, &str)] = &[
     ("MS(", "fg_ms(", "("),
     ("TS(", "fg_ts(", "("),
     ("JSON_EACH(", "fg_each(", "json_each("),
+    // `col IN_JSON($n))` — membership in a JSON array of ids. PostgreSQL gets `= any(array)`
+    // so the planner probes the primary key instead of scanning the event's seats.
+    (
+        "IN_JSON(",
+        "= any(fg_arr(",
+        "in (select value from json_each(",
+    ),
     ("GREATEST(", "greatest(", "max("),
     ("LEAST(", "least(", "min("),
     // SQLite writers are serialized by BEGIN IMMEDIATE, so row locks have no equivalent there.
@@ -78,8 +85,12 @@ mod tests {
             "select (expires_at) from holds where expires_at > (cast(unixepoch('subsec') * 1000 as integer)) + ($1) "
         );
         assert_eq!(
-            render(Dialect::Sqlite, "x in (select value from JSON_EACH($2))"),
+            render(Dialect::Sqlite, "x IN_JSON($2))"),
             "x in (select value from json_each($2))"
+        );
+        assert_eq!(
+            render(Dialect::Postgres, "x IN_JSON($2))"),
+            "x = any(fg_arr($2))"
         );
     }
 }

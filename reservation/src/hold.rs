@@ -53,8 +53,34 @@ impl Store {
         }
         let sorted: Vec<SeatId> = ids.into_iter().cloned().collect();
         let json = serde_json::to_string(&sorted)?;
+        let busy = self.busy_seats(session, &json).await?;
+        if !busy.is_empty() {
+            return Err(Error::SeatUnavailable { seats: busy });
+        }
         self.retrying(|| self.hold_named_once(session, &sorted, &json))
             .await
+    }
+
+    /// Losers of a taken seat are turned away in one statement, without a transaction or a
+    /// row lock: a seat seen owned now may free up a moment later, which is the same answer as
+    /// losing the race. Winning is only ever decided by the conditional update below. An
+    /// unusable session finds nothing here and gets its own error from the full path.
+    async fn busy_seats(&self, session: &SessionId, json: &str) -> Result<Vec<SeatId>, Error> {
+        sqlx::query_scalar::<_, String>(self.sql(
+            "select seat_id from seats \
+             where event_id = (select event_id from admission_sessions \
+                               where session_id = $1 and ended_at is null and expires_at > NOW) \
+             and seat_id IN_JSON($2)) \
+             and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
+             order by seat_id",
+        ))
+        .bind(session.as_str())
+        .bind(json)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .map(trusted)
+        .collect()
     }
 
     async fn hold_named_once(
@@ -69,7 +95,7 @@ impl Store {
             "select seat_id, state, hold_id, \
              case when state = 'held' and hold_expires_at <= NOW then 1 else 0 end as expired, \
              price_cents from seats \
-             where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
+             where event_id = $1 and seat_id IN_JSON($2)) \
              order by seat_id FOR_UPDATE",
         ))
         .bind(&h.event_id)
@@ -240,7 +266,7 @@ impl Store {
         let taken = sqlx::query(self.sql(
             "update seats set state = 'held', hold_id = $3, hold_expires_at = TS($4), \
              payment_attempt_id = null, version = version + 1 \
-             where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
+             where event_id = $1 and seat_id IN_JSON($2)) \
              and (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
         ))
         .bind(&h.event_id)
@@ -315,7 +341,7 @@ impl Store {
     pub(crate) async fn expire_holds(&self, tx: &mut Tx, hold_ids: &str) -> Result<usize, Error> {
         let ended = sqlx::query(self.sql(
             "update holds set state = 'expired', ended_at = NOW \
-             where hold_id in (select value from JSON_EACH($1)) and state = 'held' and expires_at <= NOW \
+             where hold_id IN_JSON($1)) and state = 'held' and expires_at <= NOW \
              returning hold_id, event_id, session_id, seats",
         ))
         .bind(hold_ids)

@@ -95,7 +95,7 @@ impl Store {
         seats: &str,
     ) -> Result<(), Error> {
         sqlx::query(self.sql(
-            "select seat_id from seats where event_id = $1 and seat_id in (select value from JSON_EACH($2)) \
+            "select seat_id from seats where event_id = $1 and seat_id IN_JSON($2)) \
              order by seat_id FOR_UPDATE",
         ))
         .bind(event)
@@ -241,7 +241,7 @@ impl Store {
         }
         let json = serde_json::to_string(&holds)?;
         sqlx::query(self.sql(
-            "select seat_id from seats where hold_id in (select value from JSON_EACH($1)) \
+            "select seat_id from seats where hold_id IN_JSON($1)) \
              order by event_id, seat_id FOR_UPDATE",
         ))
         .bind(&json)
@@ -250,7 +250,7 @@ impl Store {
         let freed = sqlx::query(self.sql(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
              version = version + 1 \
-             where hold_id in (select value from JSON_EACH($1)) and state = 'held' and hold_expires_at <= NOW",
+             where hold_id IN_JSON($1)) and state = 'held' and hold_expires_at <= NOW",
         ))
         .bind(&json)
         .execute(&mut *tx)
