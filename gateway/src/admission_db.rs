@@ -80,8 +80,7 @@ impl AdmissionDb for StoreAdmissionDb {
             .open_session(&event, &ticket_id, place, i64::from(session_s))
             .await
             .map_err(db_error)?;
-        // The row is ours if it was created within this call; a second claim finds an older one.
-        let created = session.queue_place == place && session.ended_at_ms.is_none();
+        let created = session.created;
         Ok(record(session, created))
     }
 

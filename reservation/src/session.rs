@@ -18,6 +18,9 @@ pub struct Session {
     pub expires_at_ms: i64,
     pub ended_at_ms: Option<i64>,
     pub end_reason: Option<String>,
+    /// True only on the `open_session` call that inserted the row.
+    #[sqlx(skip)]
+    pub created: bool,
 }
 
 /// The session columns as the Rust shape reads them, followed by a where clause.
@@ -46,7 +49,7 @@ impl Store {
         self.get_event(event).await?;
         let id = ids::generate("s");
         let mut tx = self.begin().await?;
-        sqlx::query(self.sql(
+        let inserted = sqlx::query(self.sql(
             "insert into admission_sessions (session_id, event_id, ticket_id, queue_place, expires_at) \
              values ($1, $2, $3, $4, NOW + MSEC($5)) on conflict (event_id, ticket_id) do nothing",
         ))
@@ -57,7 +60,7 @@ impl Store {
         .bind(session_s.saturating_mul(1000))
         .execute(&mut *tx)
         .await?;
-        let session = sqlx::query_as::<_, Session>(
+        let mut session = sqlx::query_as::<_, Session>(
             self.sql(select_session!("where event_id = $1 and ticket_id = $2")),
         )
         .bind(event.as_str())
@@ -65,6 +68,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
+        session.created = inserted.rows_affected() == 1;
         Ok(session)
     }
 

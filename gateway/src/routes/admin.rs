@@ -323,6 +323,14 @@ async fn tune(
     Ok(axum::Json(control_json(&control)).into_response())
 }
 
+/// This instance ticks at once so the answer reflects the change; the others read the new
+/// version on their next tick (every 100 ms).
+async fn obey_now(state: &AppState, event: &str) {
+    if let Err(error) = state.admission.tick(event).await {
+        tracing::warn!(%error, "tick after an organizer change failed; the next tick applies it");
+    }
+}
+
 fn control_json(c: &reservation::AdmissionControl) -> Value {
     json!({
         "rate_per_min": c.rate_per_min, "max_active": c.max_active, "session_s": c.session_s,
@@ -342,6 +350,7 @@ async fn close(
         ..Default::default()
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
+    obey_now(&state, &id).await;
     audit(&state, "close", event.as_str(), &json!({})).await;
     Ok(axum::Json(control_json(&control)).into_response())
 }
