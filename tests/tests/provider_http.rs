@@ -19,9 +19,7 @@ async fn simulator() -> SimulatorHandle {
 }
 
 fn client(sim: &SimulatorHandle, timeout_ms: u64) -> Provider {
-    Provider::Http(
-        StripeClient::new(&sim.base_url, KEY, Duration::from_millis(timeout_ms)).unwrap(),
-    )
+    sim.http_provider(KEY, Duration::from_millis(timeout_ms))
 }
 
 fn request(attempt: &str, pm: &str) -> AuthorizeRequest {
