@@ -61,6 +61,15 @@ pub struct AuthorizeRequest {
 }
 
 impl AuthorizeRequest {
+    pub fn new(attempt_id: &str, amount_cents: i64, currency: &str, payment_method: &str) -> Self {
+        Self {
+            attempt_id: attempt_id.to_owned(),
+            amount_cents,
+            currency: currency.to_owned(),
+            payment_method: payment_method.to_owned(),
+        }
+    }
+
     /// The form body of `POST /v1/payment_intents`, shared by both providers so the
     /// simulator's idempotency fingerprint sees the same fields.
     pub(crate) fn form(&self) -> Vec<(String, String)> {
