@@ -19,6 +19,22 @@ pub struct Simulated {
     pub request_timeout: Duration,
 }
 
+/// Ids go into URL paths and into the search query: an id outside this alphabet (a quote
+/// would change the query, a slash the path) is refused before it reaches the provider.
+fn bad_id(ids: &[&str]) -> Option<Outcome> {
+    let ok = |id: &&str| {
+        !id.is_empty()
+            && id.len() <= 255
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    };
+    ids.iter().find(|id| !ok(id)).map(|id| Outcome::Rejected {
+        code: "invalid_id".into(),
+        message: format!("unusable id {id:?}"),
+    })
+}
+
 impl Provider {
     /// `url` unset gives a fresh in-process simulator (the embedded default).
     pub fn from_config(config: &PaymentConfig) -> Result<Self, ProviderError> {
@@ -41,6 +57,9 @@ impl Provider {
     /// `POST /v1/payment_intents` with `capture_method=manual`, `confirm=true`.
     #[tracing::instrument(skip_all, fields(attempt_id = %req.attempt_id))]
     pub async fn authorize(&self, req: &AuthorizeRequest) -> Outcome {
+        if let Some(refused) = bad_id(&[&req.attempt_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.authorize(req).await,
             Provider::Simulated(s) => s.call(simulator::SimRequest::authorize(req)).await,
@@ -48,7 +67,11 @@ impl Provider {
     }
 
     /// `GET /v1/payment_intents/{id}`: where the payment stands now.
+    #[tracing::instrument(skip_all, fields(payment_id = %payment_id))]
     pub async fn retrieve(&self, payment_id: &str) -> Outcome {
+        if let Some(refused) = bad_id(&[payment_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.retrieve(payment_id).await,
             Provider::Simulated(s) => s.call(simulator::SimRequest::retrieve(payment_id)).await,
@@ -56,7 +79,11 @@ impl Provider {
     }
 
     /// Search by attempt id: `NotFound` means the authorization never reached the provider.
+    #[tracing::instrument(skip_all, fields(attempt_id = %attempt_id))]
     pub async fn search(&self, attempt_id: &str) -> Outcome {
+        if let Some(refused) = bad_id(&[attempt_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.search(attempt_id).await,
             Provider::Simulated(s) => s.call(simulator::SimRequest::search(attempt_id)).await,
@@ -64,7 +91,11 @@ impl Provider {
     }
 
     /// Capture an authorization; `Captured` again if it already was.
+    #[tracing::instrument(skip_all, fields(payment_id = %payment_id))]
     pub async fn capture(&self, payment_id: &str) -> Outcome {
+        if let Some(refused) = bad_id(&[payment_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.capture(payment_id).await,
             Provider::Simulated(s) => s.call(simulator::SimRequest::capture(payment_id)).await,
@@ -72,7 +103,11 @@ impl Provider {
     }
 
     /// Void an authorization; `Canceled` again if it already was.
+    #[tracing::instrument(skip_all, fields(payment_id = %payment_id))]
     pub async fn cancel(&self, payment_id: &str) -> Outcome {
+        if let Some(refused) = bad_id(&[payment_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.cancel(payment_id).await,
             Provider::Simulated(s) => s.call(simulator::SimRequest::cancel(payment_id)).await,
@@ -80,7 +115,11 @@ impl Provider {
     }
 
     /// Refund a captured payment with key `<attempt id>:refund`.
+    #[tracing::instrument(skip_all, fields(attempt_id = %attempt_id, payment_id = %payment_id))]
     pub async fn refund(&self, attempt_id: &str, payment_id: &str) -> Outcome {
+        if let Some(refused) = bad_id(&[attempt_id, payment_id]) {
+            return refused;
+        }
         match self {
             Provider::Http(c) => c.refund(attempt_id, payment_id).await,
             Provider::Simulated(s) => {
@@ -160,6 +199,25 @@ mod tests {
         ));
         assert_eq!(p.search("a4").await, Outcome::NotFound);
         assert_eq!(s.simulator.ledger().total_authorizations(), 2);
+    }
+
+    #[tokio::test]
+    async fn ids_that_would_bend_a_path_or_query_are_refused() {
+        let p = in_process(Duration::from_secs(1));
+        for id in ["", "a'b", "../x", "pi 1"] {
+            assert!(
+                matches!(p.retrieve(id).await, Outcome::Rejected { .. }),
+                "{id:?}"
+            );
+            assert!(
+                matches!(p.search(id).await, Outcome::Rejected { .. }),
+                "{id:?}"
+            );
+        }
+        assert!(matches!(
+            p.authorize(&req("x'y", "pm_card_visa")).await,
+            Outcome::Rejected { .. }
+        ));
     }
 
     #[tokio::test(start_paused = true)]
