@@ -90,7 +90,9 @@ impl Simulator {
         let _ = paused.wait_for(|p| !*p).await;
         let latency = {
             let mut st = self.state();
-            let (lo, hi) = (st.knobs.latency_min_ms, st.knobs.latency_max_ms);
+            // Knobs built directly (not through a patch) may have max < min.
+            let lo = st.knobs.latency_min_ms;
+            let hi = st.knobs.latency_max_ms.max(lo);
             if hi > 0 {
                 st.rng.random_range(lo..=hi)
             } else {
