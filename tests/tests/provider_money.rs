@@ -172,3 +172,76 @@ async fn knobs_are_settable_over_http() {
     assert_eq!(control.knobs().await.unwrap(), sim.simulator.knobs());
     assert_eq!(sim.simulator.knobs().latency_max_ms, 7);
 }
+
+/// Retries an ambiguous call until the provider gives a definite answer, as the worker will.
+async fn definite<F, Fut>(mut call: F) -> Outcome
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Outcome>,
+{
+    for _ in 0..50 {
+        match call().await {
+            Outcome::Ambiguous { .. } => continue,
+            definite => return definite,
+        }
+    }
+    panic!("no definite answer after 50 tries");
+}
+
+#[tokio::test]
+async fn chaos_with_retries_on_the_same_key_never_charges_twice() {
+    let sim = simulator().await;
+    sim.simulator.set_knobs(&KnobsPatch {
+        decline_rate: Some(0.1),
+        lost_rate: Some(0.05),
+        error_rate: Some(0.05),
+        latency_max_ms: Some(5),
+        ..Default::default()
+    });
+    let p = client(&sim, 2_000);
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let p = p.clone();
+            tokio::spawn(async move {
+                let req = request(&format!("att-chaos-{i}"), "pm_card_visa");
+                match definite(|| p.authorize(&req)).await {
+                    Outcome::Authorized { payment_id } => {
+                        let captured = definite(|| p.capture(&payment_id)).await;
+                        assert_eq!(captured, Outcome::Captured { payment_id });
+                        true
+                    }
+                    Outcome::Declined { .. } => false,
+                    other => panic!("unexpected {other:?}"),
+                }
+            })
+        })
+        .collect();
+    let mut authorized = 0;
+    for t in tasks {
+        authorized += u32::from(t.await.unwrap());
+    }
+    let ledger = sim.simulator.ledger();
+    assert!(
+        ledger.charged_twice().is_empty(),
+        "{:?}",
+        ledger.charged_twice()
+    );
+    assert!(ledger.unsettled().is_empty());
+    assert_eq!(ledger.attempts.len(), 200);
+    assert!(ledger.attempts.values().all(|r| r.payment_ids.len() == 1));
+    let captures: u32 = ledger.attempts.values().map(|r| r.captures).sum();
+    assert_eq!(
+        (ledger.total_authorizations(), captures),
+        (u64::from(authorized), authorized)
+    );
+    let c = &ledger.counters;
+    assert!(
+        c.lost_answers > 0 && c.server_errors > 0,
+        "the chaos knobs fired: {c:?}"
+    );
+    assert!(c.idempotent_replays > 0);
+    assert!(
+        (140..200).contains(&authorized),
+        "decline_rate 0.1 gave {authorized}/200"
+    );
+}
