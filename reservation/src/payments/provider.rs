@@ -78,7 +78,10 @@ impl Provider {
         }
     }
 
-    /// Search by attempt id: `NotFound` means the authorization never reached the provider.
+    /// Search by attempt id. The simulator's index is immediate; Stripe's lags by up to a
+    /// minute, so against Stripe a `NotFound` soon after an ambiguous authorize proves
+    /// nothing: repeating `authorize` with the same attempt id (the idempotency key, kept 24 h
+    /// by Stripe) is the safe question, as it replays the first result or creates it once.
     #[tracing::instrument(skip_all, fields(attempt_id = %attempt_id))]
     pub async fn search(&self, attempt_id: &str) -> Outcome {
         if let Some(refused) = bad_id(&[attempt_id]) {
