@@ -10,6 +10,8 @@
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_life` — `extend`, `release`, `sweep`.
 //! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
+//! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
+//! - `failpoint` — named pause/crash points, compiled in with the `failpoints` feature.
 //! - `journal` — the event log and outbox rows written inside each transaction.
 //! - `reads`, `views` — holds, orders, attempts, seat map, counts, "stuck".
 //! - `idempotency` — stored answers for repeated POSTs.
@@ -18,12 +20,14 @@
 mod dialect;
 mod error;
 mod event;
+pub mod failpoint;
 mod hold;
 mod hold_life;
 mod idempotency;
 mod ids;
 mod journal;
 mod payment;
+pub mod payments;
 mod reads;
 mod session;
 mod store;
