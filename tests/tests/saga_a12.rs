@@ -106,6 +106,7 @@ async fn mina_money_lands_late(rig: &Rig, attempt: &PaymentAttempt) -> String {
 }
 
 async fn ravi_keeps_a12(rig: &Rig, ev: &EventId, ravis: &reservation::HoldId) {
+    rig.settle(ev, SETTLE).await.expect("settled with invariants");
     let h = rig.store.get_hold(ravis).await.expect("read");
     assert_eq!(h.state, HoldState::Confirmed);
     let order = rig
@@ -117,7 +118,6 @@ async fn ravi_keeps_a12(rig: &Rig, ev: &EventId, ravis: &reservation::HoldId) {
     assert_eq!(order.seats, vec![a12()]);
     let map = rig.store.seat_map(ev).await.expect("seat map");
     assert_eq!(map[0].state, "sold");
-    rig.settle(ev, SETTLE).await.expect("settled with invariants");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
