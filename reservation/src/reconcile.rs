@@ -150,14 +150,21 @@ fn tally(
     Ok(())
 }
 
-async fn one(store: &Store, provider: &Provider, config: &ReconcileConfig, d: &Due) -> Result<Did, Error> {
+async fn one(
+    store: &Store,
+    provider: &Provider,
+    config: &ReconcileConfig,
+    d: &Due,
+) -> Result<Did, Error> {
     let answer = provider.search(d.attempt.as_str()).await;
     if !d.past_abandon {
-        return Ok(match store.converge(&d.attempt, &d.event_id, &answer).await? {
-            Converged::Confirmed | Converged::Compensating => Did::Confirmed,
-            Converged::Declined => Did::Declined,
-            Converged::Pending => Did::Unanswered,
-        });
+        return Ok(
+            match store.converge(&d.attempt, &d.event_id, &answer).await? {
+                Converged::Confirmed | Converged::Compensating => Did::Confirmed,
+                Converged::Declined => Did::Declined,
+                Converged::Pending => Did::Unanswered,
+            },
+        );
     }
     // Policy release. Money found goes back through its own job; no money found is watched
     // for a while in case a timed-out authorize still lands.
@@ -184,7 +191,12 @@ async fn one(store: &Store, provider: &Provider, config: &ReconcileConfig, d: &D
         });
     }
     store
-        .enqueue(kind, &d.event_id, d.attempt.as_str(), &money_job(&d.attempt, payment_id, checks))
+        .enqueue(
+            kind,
+            &d.event_id,
+            d.attempt.as_str(),
+            &money_job(&d.attempt, payment_id, checks),
+        )
         .await?;
     Ok(Did::Abandoned)
 }

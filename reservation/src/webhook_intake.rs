@@ -19,7 +19,10 @@ use crate::{Error, Store};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookAck {
     /// Applied to the attempt; `outcome` is `confirmed`, `declined`, `compensating` or `pending`.
-    Applied { attempt_id: AttemptId, outcome: String },
+    Applied {
+        attempt_id: AttemptId,
+        outcome: String,
+    },
     /// The event id was seen before: nothing ran, here is what the first delivery did.
     Duplicate { outcome: String },
     /// Valid, but about no attempt of ours: recorded and acknowledged.
@@ -105,10 +108,12 @@ pub async fn intake_webhook(
 }
 
 async fn stored_outcome(store: &Store, event_id: &str) -> Result<Option<String>, Error> {
-    let row = sqlx::query("select coalesce(outcome, '') as outcome from webhook_events where provider_event_id = $1")
-        .bind(event_id)
-        .fetch_optional(store.pool())
-        .await?;
+    let row = sqlx::query(
+        "select coalesce(outcome, '') as outcome from webhook_events where provider_event_id = $1",
+    )
+    .bind(event_id)
+    .fetch_optional(store.pool())
+    .await?;
     Ok(row.map(|r| r.try_get("outcome")).transpose()?)
 }
 

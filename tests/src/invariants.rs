@@ -12,9 +12,11 @@ use reservation::payments::simulator::Ledger;
 use reservation::{Dialect, EventId, Store};
 use sqlx::Row;
 
+/// A seat row: (state, hold, attempt, order).
+type SeatRow = (String, Option<String>, Option<String>, Option<String>);
+
 struct Snapshot {
-    /// seat → (state, hold, attempt, order)
-    seats: BTreeMap<String, (String, Option<String>, Option<String>, Option<String>)>,
+    seats: BTreeMap<String, SeatRow>,
     /// hold → (state, seats, expired by the clock)
     holds: BTreeMap<String, (String, Vec<String>, bool)>,
     /// attempt → (hold, state, past abandon_at)
@@ -72,7 +74,11 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
         let seats: String = r.try_get("seats")?;
         snap.holds.insert(
             r.try_get("hold_id")?,
-            (r.try_get("state")?, seats_of(&seats)?, r.try_get::<i64, _>("expired")? == 1),
+            (
+                r.try_get("state")?,
+                seats_of(&seats)?,
+                r.try_get::<i64, _>("expired")? == 1,
+            ),
         );
     }
     for r in q(format!(
@@ -96,7 +102,11 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
         let seats: String = r.try_get("seats")?;
         snap.orders.insert(
             r.try_get("order_id")?,
-            (r.try_get("hold_id")?, r.try_get("attempt_id")?, seats_of(&seats)?),
+            (
+                r.try_get("hold_id")?,
+                r.try_get("attempt_id")?,
+                seats_of(&seats)?,
+            ),
         );
     }
     for r in q("select seat_id, order_id from sales where event_id = $1".into())
@@ -104,19 +114,21 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
         .fetch_all(&mut *tx)
         .await?
     {
-        snap.sales.push((r.try_get("seat_id")?, r.try_get("order_id")?));
+        snap.sales
+            .push((r.try_get("seat_id")?, r.try_get("order_id")?));
     }
-    for r in q(
-        "select attempt_id, hold_id, seats from reservation_events \
+    for r in q("select attempt_id, hold_id, seats from reservation_events \
          where event_id = $1 and kind = 'PaymentInitiated'"
-            .into(),
-    )
+        .into())
     .bind(ev)
     .fetch_all(&mut *tx)
     .await?
     {
         let seats: String = r.try_get("seats")?;
-        snap.initiated.insert(r.try_get("attempt_id")?, (r.try_get("hold_id")?, seats_of(&seats)?));
+        snap.initiated.insert(
+            r.try_get("attempt_id")?,
+            (r.try_get("hold_id")?, seats_of(&seats)?),
+        );
     }
     tx.rollback().await?;
     Ok(snap)
@@ -137,7 +149,11 @@ pub async fn check_invariants(
 
     // 1. No two live holds, nor a live hold and a sale, on one seat; every live hold's seats
     //    name it.
-    let sold: BTreeMap<&str, &str> = s.sales.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let sold: BTreeMap<&str, &str> = s
+        .sales
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
     for (hold, (state, seats, expired)) in &s.holds {
         let live = state == "paying" || (state == "held" && !expired);
@@ -146,14 +162,20 @@ pub async fn check_invariants(
         }
         for seat in seats {
             if let Some(other) = owner.insert(seat, hold) {
-                bad.push(format!("inv1: seat {seat} owned by live holds {other} and {hold}"));
+                bad.push(format!(
+                    "inv1: seat {seat} owned by live holds {other} and {hold}"
+                ));
             }
             if let Some(order) = sold.get(seat.as_str()) {
-                bad.push(format!("inv1: seat {seat} held by {hold} and sold in {order}"));
+                bad.push(format!(
+                    "inv1: seat {seat} held by {hold} and sold in {order}"
+                ));
             }
             match s.seats.get(seat) {
                 Some((_, Some(h), _, _)) if h == hold => {}
-                other => bad.push(format!("inv1: live hold {hold} ({state}) but seat {seat} row is {other:?}")),
+                other => bad.push(format!(
+                    "inv1: live hold {hold} ({state}) but seat {seat} row is {other:?}"
+                )),
             }
         }
     }
@@ -164,7 +186,9 @@ pub async fn check_invariants(
                 .and_then(|a| s.attempts.get(a))
                 .is_some_and(|(h, st, _)| Some(h) == hold.as_ref() && OPEN.contains(&st.as_str()));
             if !open {
-                bad.push(format!("inv1: seat {seat} paying without an open attempt of its hold"));
+                bad.push(format!(
+                    "inv1: seat {seat} paying without an open attempt of its hold"
+                ));
             }
         }
     }
@@ -178,16 +202,25 @@ pub async fn check_invariants(
         bad.push(format!("inv2: seat {seat} sold {n} times"));
     }
     for (order, (hold, attempt, seats)) in &s.orders {
-        let mut sale_seats: Vec<&str> = s.sales.iter().filter(|(_, o)| o == order).map(|(x, _)| x.as_str()).collect();
+        let mut sale_seats: Vec<&str> = s
+            .sales
+            .iter()
+            .filter(|(_, o)| o == order)
+            .map(|(x, _)| x.as_str())
+            .collect();
         sale_seats.sort_unstable();
         let mut want: Vec<&str> = seats.iter().map(String::as_str).collect();
         want.sort_unstable();
         if sale_seats != want {
-            bad.push(format!("inv2: order {order} seats {want:?} but sales {sale_seats:?}"));
+            bad.push(format!(
+                "inv2: order {order} seats {want:?} but sales {sale_seats:?}"
+            ));
         }
         match s.initiated.get(attempt) {
             Some((h, paying)) if h == hold && paying == seats => {}
-            other => bad.push(format!("inv2: order {order}: attempt {attempt} began paying as {other:?}")),
+            other => bad.push(format!(
+                "inv2: order {order}: attempt {attempt} began paying as {other:?}"
+            )),
         }
         for seat in seats {
             match s.seats.get(seat) {
@@ -200,24 +233,37 @@ pub async fn check_invariants(
     // 3. Money: no key charged twice; each authorization ends as exactly one sale, a void or
     //    a refund; a sale's money is its own.
     for key in ledger.charged_twice() {
-        bad.push(format!("inv3: attempt {key} charged twice: {:?}", ledger.attempts.get(key)));
+        bad.push(format!(
+            "inv3: attempt {key} charged twice: {:?}",
+            ledger.attempts.get(key)
+        ));
     }
-    let order_of: BTreeMap<&str, &str> = s.orders.iter().map(|(o, (_, a, _))| (a.as_str(), o.as_str())).collect();
+    let order_of: BTreeMap<&str, &str> = s
+        .orders
+        .iter()
+        .map(|(o, (_, a, _))| (a.as_str(), o.as_str()))
+        .collect();
     for (key, rec) in &ledger.attempts {
         if rec.authorizations == 0 {
             continue;
         }
         let Some((_, state, _)) = s.attempts.get(key) else {
-            bad.push(format!("inv3: money for {key} but no such attempt in the database"));
+            bad.push(format!(
+                "inv3: money for {key} but no such attempt in the database"
+            ));
             continue;
         };
         match order_of.get(key.as_str()) {
             Some(order) => {
                 if rec.voids + rec.refunds > 0 {
-                    bad.push(format!("inv3: order {order} of {key} but its money was given back: {rec:?}"));
+                    bad.push(format!(
+                        "inv3: order {order} of {key} but its money was given back: {rec:?}"
+                    ));
                 }
                 if settled && rec.captures != 1 {
-                    bad.push(format!("inv3: order {order} of {key} not captured once: {rec:?}"));
+                    bad.push(format!(
+                        "inv3: order {order} of {key} not captured once: {rec:?}"
+                    ));
                 }
             }
             None if settled && rec.voids + rec.refunds == 0 => {
@@ -227,9 +273,14 @@ pub async fn check_invariants(
         }
     }
     for (attempt, order) in &order_of {
-        let authorized = ledger.attempts.get(*attempt).is_some_and(|r| r.authorizations == 1);
+        let authorized = ledger
+            .attempts
+            .get(*attempt)
+            .is_some_and(|r| r.authorizations == 1);
         if !authorized {
-            bad.push(format!("inv3: order {order} without exactly one authorization of {attempt}"));
+            bad.push(format!(
+                "inv3: order {order} without exactly one authorization of {attempt}"
+            ));
         }
     }
 
@@ -237,7 +288,9 @@ pub async fn check_invariants(
     if settled {
         for (attempt, (hold, state, past)) in &s.attempts {
             if *past && OPEN.contains(&state.as_str()) {
-                bad.push(format!("inv4: attempt {attempt} of {hold} still {state} past abandon_at"));
+                bad.push(format!(
+                    "inv4: attempt {attempt} of {hold} still {state} past abandon_at"
+                ));
             }
         }
     }

@@ -137,7 +137,10 @@ impl Rig {
                 let _ = rx.await;
             },
         ));
-        Loop { task, stop: Some(stop) }
+        Loop {
+            task,
+            stop: Some(stop),
+        }
     }
 
     pub async fn start_reconciler(&self) -> Loop {
@@ -158,19 +161,29 @@ impl Rig {
                 let _ = rx.await;
             },
         ));
-        Loop { task, stop: Some(stop) }
+        Loop {
+            task,
+            stop: Some(stop),
+        }
     }
 
     /// Serves `POST /hook` on port 0 through `intake_webhook` and points the simulator at it.
     pub async fn serve_webhooks(&self) {
-        let state = (self.store.clone(), self.provider.clone(), self.webhooks.clone());
+        let state = (
+            self.store.clone(),
+            self.provider.clone(),
+            self.webhooks.clone(),
+        );
         let app = axum::Router::new()
             .route("/hook", post(hook))
             .with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("webhook receiver binds 127.0.0.1:0");
-        let url = format!("http://{}/hook", listener.local_addr().expect("bound address"));
+        let url = format!(
+            "http://{}/hook",
+            listener.local_addr().expect("bound address")
+        );
         tokio::spawn(async move { axum::serve(listener, app).await });
         self.sim.simulator.set_webhook_url(&url);
     }
@@ -192,7 +205,9 @@ impl Rig {
                 break;
             }
             if tokio::time::Instant::now() > deadline {
-                anyhow::bail!("not settled: {open} open attempts, backlog {backlog:?}, {unsettled} unsettled");
+                anyhow::bail!(
+                    "not settled: {open} open attempts, backlog {backlog:?}, {unsettled} unsettled"
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -214,9 +229,19 @@ async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> StatusCode {
-    let signature = headers.get("stripe-signature").and_then(|v| v.to_str().ok());
+    let signature = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok());
     let counter = |c: &AtomicU64| c.fetch_add(1, Ordering::Relaxed);
-    match intake_webhook(&store, &provider, WEBHOOK_SECRET.as_bytes(), signature, &body).await {
+    match intake_webhook(
+        &store,
+        &provider,
+        WEBHOOK_SECRET.as_bytes(),
+        signature,
+        &body,
+    )
+    .await
+    {
         Ok(WebhookAck::Applied { .. }) => {
             counter(&counts.applied);
             StatusCode::OK

@@ -54,7 +54,11 @@ async fn mina_abandoned_ravi_buys(rig: &Rig) -> (EventId, PaymentAttempt, reserv
     let reconciler = rig.start_reconciler().await;
     let mina = session(&rig.store, &ev).await;
     let ravi = session(&rig.store, &ev).await;
-    let hold = rig.store.hold(&mina, &[a12()]).await.expect("Mina holds A-12");
+    let hold = rig
+        .store
+        .hold(&mina, &[a12()])
+        .await
+        .expect("Mina holds A-12");
     let attempt = rig
         .store
         .begin_payment(&mina, &hold.hold_id, "pm_card_visa")
@@ -63,26 +67,58 @@ async fn mina_abandoned_ravi_buys(rig: &Rig) -> (EventId, PaymentAttempt, reserv
 
     // Her hold's time passes while the provider is silent: the seat stays hers, paying.
     tokio::time::sleep(Duration::from_millis(1_300)).await;
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Paying);
-    let refused = rig.store.hold(&ravi, &[a12()]).await.expect_err("A-12 is paying");
-    assert!(matches!(refused, Error::SeatUnavailable { .. }), "{refused:?}");
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Paying
+    );
+    let refused = rig
+        .store
+        .hold(&ravi, &[a12()])
+        .await
+        .expect_err("A-12 is paying");
+    assert!(
+        matches!(refused, Error::SeatUnavailable { .. }),
+        "{refused:?}"
+    );
     rig.store.sweep(100).await.expect("sweep");
-    assert!(rig.store.hold(&ravi, &[a12()]).await.is_err(), "the sweeper does not free a paying seat");
+    assert!(
+        rig.store.hold(&ravi, &[a12()]).await.is_err(),
+        "the sweeper does not free a paying seat"
+    );
 
     // Past abandon_at, still no answer: nothing is decided without the provider.
     tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let open = rig.store.get_attempt(&attempt.attempt_id).await.expect("read");
-    assert!(matches!(open.state, AttemptState::Pending | AttemptState::Ambiguous), "{open:?}");
+    let open = rig
+        .store
+        .get_attempt(&attempt.attempt_id)
+        .await
+        .expect("read");
+    assert!(
+        matches!(open.state, AttemptState::Pending | AttemptState::Ambiguous),
+        "{open:?}"
+    );
     assert!(rig.store.hold(&ravi, &[a12()]).await.is_err());
 
     // The provider answers again: the first answer after abandon_at closes the attempt.
     rig.sim.simulator.resume();
     wait_for("Mina's attempt abandoned", SETTLE, async || {
-        rig.store.get_attempt(&attempt.attempt_id).await.expect("read").state == AttemptState::Abandoned
+        rig.store
+            .get_attempt(&attempt.attempt_id)
+            .await
+            .expect("read")
+            .state
+            == AttemptState::Abandoned
     })
     .await;
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Abandoned);
-    let ravis = rig.store.hold(&ravi, &[a12()]).await.expect("Ravi holds the freed A-12");
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Abandoned
+    );
+    let ravis = rig
+        .store
+        .hold(&ravi, &[a12()])
+        .await
+        .expect("Ravi holds the freed A-12");
     rig.store
         .begin_payment(&ravi, &ravis.hold_id, "pm_card_visa")
         .await
@@ -106,7 +142,9 @@ async fn mina_money_lands_late(rig: &Rig, attempt: &PaymentAttempt) -> String {
 }
 
 async fn ravi_keeps_a12(rig: &Rig, ev: &EventId, ravis: &reservation::HoldId) {
-    rig.settle(ev, SETTLE).await.expect("settled with invariants");
+    rig.settle(ev, SETTLE)
+        .await
+        .expect("settled with invariants");
     let h = rig.store.get_hold(ravis).await.expect("read");
     assert_eq!(h.state, HoldState::Confirmed);
     let order = rig
@@ -129,9 +167,16 @@ async fn a12_late_authorization_is_voided_and_the_newer_owner_keeps_the_seat() {
     let worker = rig.start_worker().await;
     ravi_keeps_a12(&rig, &ev, &ravis).await;
     let rec = &rig.sim.simulator.ledger().attempts[mina.attempt_id.as_str()];
-    assert_eq!((rec.authorizations, rec.voids, rec.captures, rec.refunds), (1, 1, 0, 0), "{rec:?}");
+    assert_eq!(
+        (rec.authorizations, rec.voids, rec.captures, rec.refunds),
+        (1, 1, 0, 0),
+        "{rec:?}"
+    );
     let a = rig.store.get_attempt(&mina.attempt_id).await.expect("read");
-    assert_eq!((a.state, a.provider_payment_id.as_deref()), (AttemptState::Voided, Some(late.as_str())));
+    assert_eq!(
+        (a.state, a.provider_payment_id.as_deref()),
+        (AttemptState::Voided, Some(late.as_str()))
+    );
     worker.stop().await.expect("worker stops");
 }
 
@@ -142,13 +187,24 @@ async fn a12_late_captured_money_is_refunded_and_the_newer_owner_keeps_the_seat(
     let (ev, mina, ravis) = mina_abandoned_ravi_buys(&rig).await;
     let late = mina_money_lands_late(&rig, &mina).await;
     // The money was even taken (say, captured by a provider-side rule) before we heard of it.
-    assert!(matches!(rig.provider.capture(&late).await, Outcome::Captured { .. }));
+    assert!(matches!(
+        rig.provider.capture(&late).await,
+        Outcome::Captured { .. }
+    ));
     let worker = rig.start_worker().await;
     ravi_keeps_a12(&rig, &ev, &ravis).await;
     let rec = &rig.sim.simulator.ledger().attempts[mina.attempt_id.as_str()];
-    assert_eq!((rec.authorizations, rec.captures, rec.refunds, rec.voids), (1, 1, 1, 0), "{rec:?}");
     assert_eq!(
-        rig.store.get_attempt(&mina.attempt_id).await.expect("read").state,
+        (rec.authorizations, rec.captures, rec.refunds, rec.voids),
+        (1, 1, 1, 0),
+        "{rec:?}"
+    );
+    assert_eq!(
+        rig.store
+            .get_attempt(&mina.attempt_id)
+            .await
+            .expect("read")
+            .state,
         AttemptState::Refunded
     );
     worker.stop().await.expect("worker stops");
@@ -160,7 +216,10 @@ async fn a_decline_keeps_the_seats_and_a_retry_with_another_card_confirms() {
     let ev = seeded_event(&rig.store, 6, |_| {}).await;
     let worker = rig.start_worker().await;
     let buyer = session(&rig.store, &ev).await;
-    let seats: Vec<SeatId> = ["S00002", "S00005"].iter().map(|s| s.parse().expect("seat")).collect();
+    let seats: Vec<SeatId> = ["S00002", "S00005"]
+        .iter()
+        .map(|s| s.parse().expect("seat"))
+        .collect();
     let hold = rig.store.hold(&buyer, &seats).await.expect("hold");
     let first = rig
         .store
@@ -175,8 +234,18 @@ async fn a_decline_keeps_the_seats_and_a_retry_with_another_card_confirms() {
     assert_eq!(back.seats, seats);
     assert!(back.last_payment_error.is_some());
     // At least two minutes to try again (DESIGN §4).
-    assert!(back.expires_at_ms - back.created_at_ms >= 120_000 - 5_000, "{back:?}");
-    assert_eq!(rig.store.get_attempt(&first.attempt_id).await.expect("read").state, AttemptState::Declined);
+    assert!(
+        back.expires_at_ms - back.created_at_ms >= 120_000 - 5_000,
+        "{back:?}"
+    );
+    assert_eq!(
+        rig.store
+            .get_attempt(&first.attempt_id)
+            .await
+            .expect("read")
+            .state,
+        AttemptState::Declined
+    );
     // Nobody else can take them meanwhile.
     let rival = session(&rig.store, &ev).await;
     assert!(rig.store.hold(&rival, &seats[..1]).await.is_err());
@@ -186,8 +255,13 @@ async fn a_decline_keeps_the_seats_and_a_retry_with_another_card_confirms() {
         .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
         .await
         .expect("retry with another card");
-    assert_ne!(second.attempt_id, first.attempt_id, "a retry is a new attempt with a new key");
-    rig.settle(&ev, SETTLE).await.expect("settled with invariants");
+    assert_ne!(
+        second.attempt_id, first.attempt_id,
+        "a retry is a new attempt with a new key"
+    );
+    rig.settle(&ev, SETTLE)
+        .await
+        .expect("settled with invariants");
     let h = rig.store.get_hold(&hold.hold_id).await.expect("read");
     assert_eq!(h.state, HoldState::Confirmed);
     let order = rig
@@ -196,7 +270,10 @@ async fn a_decline_keeps_the_seats_and_a_retry_with_another_card_confirms() {
         .await
         .expect("read")
         .expect("order");
-    assert_eq!((order.seats, order.attempt_id), (seats, second.attempt_id.clone()));
+    assert_eq!(
+        (order.seats, order.attempt_id),
+        (seats, second.attempt_id.clone())
+    );
     let ledger = rig.sim.simulator.ledger();
     assert_eq!(ledger.attempts[first.attempt_id.as_str()].declines, 1);
     assert_eq!(ledger.attempts[second.attempt_id.as_str()].captures, 1);

@@ -40,7 +40,11 @@ async fn buyer(store: Store, ev: EventId, n: u64, tally: Arc<Tally>) {
     tally.holds.fetch_add(1, Ordering::Relaxed);
     let mut retried = false;
     loop {
-        if store.begin_payment(&me, &hold.hold_id, "pm_card_visa").await.is_err() {
+        if store
+            .begin_payment(&me, &hold.hold_id, "pm_card_visa")
+            .await
+            .is_err()
+        {
             return;
         }
         tally.checkouts.fetch_add(1, Ordering::Relaxed);
@@ -58,7 +62,7 @@ async fn buyer(store: Store, ev: EventId, n: u64, tally: Arc<Tally>) {
             return;
         }
         // Declined: half retry once with another card, the rest give the seat back.
-        if retried || n % 2 == 0 {
+        if retried || n.is_multiple_of(2) {
             tally.released_after_decline.fetch_add(1, Ordering::Relaxed);
             let _ = store.release(&me, &hold.hold_id).await;
             return;
@@ -121,9 +125,14 @@ async fn chaos_run_keeps_every_invariant() {
             let mut samples = 0u32;
             loop {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                let bad = floodgate_tests::invariants::check_invariants(&store, &ev, &sim.ledger(), false)
-                    .await
-                    .expect("read rows");
+                let bad = floodgate_tests::invariants::check_invariants(
+                    &store,
+                    &ev,
+                    &sim.ledger(),
+                    false,
+                )
+                .await
+                .expect("read rows");
                 assert!(bad.is_empty(), "mid-run violations:\n{}", bad.join("\n"));
                 samples += 1;
                 if samples >= 30 {
@@ -152,7 +161,9 @@ async fn chaos_run_keeps_every_invariant() {
     worker = rig.start_worker().await;
 
     buyers.await.expect("buyers finish");
-    rig.settle(&ev, Duration::from_secs(45)).await.expect("settled with invariants");
+    rig.settle(&ev, Duration::from_secs(45))
+        .await
+        .expect("settled with invariants");
     let samples = sampler.await.unwrap_or(0);
     worker.stop().await.expect("worker stops");
     reconciler.stop().await.expect("reconciler stops");
@@ -161,10 +172,26 @@ async fn chaos_run_keeps_every_invariant() {
     let s = &rig.store;
     let sold = count(s, "select count(*) from sales").await;
     let attempts = count(s, "select count(*) from payment_attempts").await;
-    let abandoned = count(s, "select count(*) from reservation_events where kind = 'PaymentAbandoned'").await;
-    let declined = count(s, "select count(*) from payment_attempts where state = 'declined'").await;
-    let voided = count(s, "select count(*) from payment_attempts where state = 'voided'").await;
-    let refunded = count(s, "select count(*) from payment_attempts where state = 'refunded'").await;
+    let abandoned = count(
+        s,
+        "select count(*) from reservation_events where kind = 'PaymentAbandoned'",
+    )
+    .await;
+    let declined = count(
+        s,
+        "select count(*) from payment_attempts where state = 'declined'",
+    )
+    .await;
+    let voided = count(
+        s,
+        "select count(*) from payment_attempts where state = 'voided'",
+    )
+    .await;
+    let refunded = count(
+        s,
+        "select count(*) from payment_attempts where state = 'refunded'",
+    )
+    .await;
     let w = &rig.webhooks;
     println!(
         "chaos: {BUYERS} buyers, {} holds, {} sold out, {} checkouts ({attempts} attempts), {sold} seats sold, \
@@ -190,8 +217,14 @@ async fn chaos_run_keeps_every_invariant() {
     // The chaos really happened, and the system came through it.
     assert!(ledger.counters.lost_answers > 0 && ledger.counters.server_errors > 0);
     assert!(declined > 0, "declines happened");
-    assert!(abandoned > 0, "the pause outlived abandon_at for some attempts");
-    assert!(w.duplicate.load(Ordering::Relaxed) > 0, "duplicate webhooks arrived");
+    assert!(
+        abandoned > 0,
+        "the pause outlived abandon_at for some attempts"
+    );
+    assert!(
+        w.duplicate.load(Ordering::Relaxed) > 0,
+        "duplicate webhooks arrived"
+    );
     assert!(sold > 0 && sold <= i64::from(SEATS));
     assert!(ledger.charged_twice().is_empty());
 }

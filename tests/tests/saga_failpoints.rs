@@ -37,14 +37,21 @@ async fn assert_sold_once(rig: &mut Rig, ev: &EventId, hold: &reservation::HoldI
         .expect("read order")
         .expect("order exists");
     assert_eq!(order.payment_status, "captured");
-    let attempt = rig.store.get_attempt(&order.attempt_id).await.expect("read attempt");
+    let attempt = rig
+        .store
+        .get_attempt(&order.attempt_id)
+        .await
+        .expect("read attempt");
     assert_eq!(attempt.state, AttemptState::Captured);
     let ledger = rig.sim.simulator.ledger();
     assert_eq!(ledger.total_authorizations(), 1, "{ledger:?}");
     let rec = &ledger.attempts[order.attempt_id.as_str()];
     assert_eq!((rec.captures, rec.voids, rec.refunds), (1, 0, 0));
     let ended = rig.ended.recv().await.expect("session_ended delivered");
-    assert_eq!((ended.hold_id.as_str(), ended.reason.as_str()), (hold.as_str(), "confirmed"));
+    assert_eq!(
+        (ended.hold_id.as_str(), ended.reason.as_str()),
+        (hold.as_str(), "confirmed")
+    );
     rig.assert_invariants(ev, true).await.expect("invariants");
 }
 
@@ -53,21 +60,46 @@ async fn crash_after_hold_the_committed_hold_expires_and_frees_the_seat() {
     let (mut rig, ev) = rig_and_event(Some(400)).await;
     let buyer = session(&rig.store, &ev).await;
     let armed = failpoint::crash(Point::AfterHold, ev.as_str());
-    let err = rig.store.hold(&buyer, &[seat(1)]).await.expect_err("crashed");
+    let err = rig
+        .store
+        .hold(&buyer, &[seat(1)])
+        .await
+        .expect_err("crashed");
     assert!(matches!(err, Error::Crashed(_)), "{err:?}");
     drop(armed);
     // The hold committed before the crash: the row, not the lost answer, decides.
-    let live = rig.store.session_live_hold(&buyer).await.expect("read").expect("the hold exists");
+    let live = rig
+        .store
+        .session_live_hold(&buyer)
+        .await
+        .expect("read")
+        .expect("the hold exists");
     assert_eq!(live.state, HoldState::Held);
     let worker = rig.start_worker().await;
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(rig.store.get_hold(&live.hold_id).await.expect("read").state, HoldState::Expired);
+    assert_eq!(
+        rig.store.get_hold(&live.hold_id).await.expect("read").state,
+        HoldState::Expired
+    );
     let swept = rig.store.sweep(100).await.expect("sweep");
     assert_eq!((swept.seats_freed, swept.holds_expired), (1, 1));
-    let ended = tokio::time::timeout(SETTLE, rig.ended.recv()).await.expect("in time").expect("sent");
-    assert_eq!((ended.hold_id.as_str(), ended.reason.as_str()), (live.hold_id.as_str(), "expired"));
+    let ended = tokio::time::timeout(SETTLE, rig.ended.recv())
+        .await
+        .expect("in time")
+        .expect("sent");
+    assert_eq!(
+        (ended.hold_id.as_str(), ended.reason.as_str()),
+        (live.hold_id.as_str(), "expired")
+    );
     rig.settle(&ev, SETTLE).await.expect("settled");
-    assert_eq!(rig.store.counts(&ev).await.expect("counts").seats("available"), 4);
+    assert_eq!(
+        rig.store
+            .counts(&ev)
+            .await
+            .expect("counts")
+            .seats("available"),
+        4
+    );
     worker.stop().await.expect("worker stops");
 }
 
@@ -75,7 +107,11 @@ async fn crash_after_hold_the_committed_hold_expires_and_frees_the_seat() {
 async fn crash_after_paying_committed_a_fresh_worker_confirms() {
     let (mut rig, ev) = rig_and_event(None).await;
     let buyer = session(&rig.store, &ev).await;
-    let hold = rig.store.hold(&buyer, &[seat(1), seat(2)]).await.expect("hold");
+    let hold = rig
+        .store
+        .hold(&buyer, &[seat(1), seat(2)])
+        .await
+        .expect("hold");
     let armed = failpoint::crash(Point::AfterPayingCommitted, ev.as_str());
     let err = rig
         .store
@@ -84,8 +120,15 @@ async fn crash_after_paying_committed_a_fresh_worker_confirms() {
         .expect_err("crashed");
     assert!(matches!(err, Error::Crashed(_)), "{err:?}");
     drop(armed);
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Paying);
-    assert_eq!(rig.sim.simulator.ledger().total_authorizations(), 0, "no money before the worker");
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Paying
+    );
+    assert_eq!(
+        rig.sim.simulator.ledger().total_authorizations(),
+        0,
+        "no money before the worker"
+    );
     let worker = rig.start_worker().await;
     rig.settle(&ev, SETTLE).await.expect("settled");
     assert_sold_once(&mut rig, &ev, &hold.hold_id).await;
@@ -109,8 +152,13 @@ async fn worker_dies_at(point: Point) {
     drop(armed);
     // Money is held at the provider; the seat is still paying for this attempt.
     assert_eq!(rig.sim.simulator.ledger().total_authorizations(), 1);
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Paying);
-    rig.assert_invariants(&ev, false).await.expect("invariants mid-flight");
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Paying
+    );
+    rig.assert_invariants(&ev, false)
+        .await
+        .expect("invariants mid-flight");
     let fresh = rig.start_worker().await;
     rig.settle(&ev, SETTLE).await.expect("settled");
     assert_sold_once(&mut rig, &ev, &hold.hold_id).await;
@@ -138,14 +186,27 @@ async fn crash_inside_sweeper_rolls_back_and_the_hold_still_ends_expired() {
     assert!(matches!(err, Error::Crashed(_)), "{err:?}");
     drop(armed);
     // Rolled back, yet expiry is the permission: reads say expired, and the seat can be taken.
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Expired);
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Expired
+    );
     let worker = rig.start_worker().await;
     let swept = rig.store.sweep(100).await.expect("second sweep");
     assert_eq!((swept.seats_freed, swept.holds_expired), (1, 1));
-    let ended = tokio::time::timeout(SETTLE, rig.ended.recv()).await.expect("in time").expect("sent");
-    assert_eq!((ended.hold_id.as_str(), ended.reason.as_str()), (hold.hold_id.as_str(), "expired"));
+    let ended = tokio::time::timeout(SETTLE, rig.ended.recv())
+        .await
+        .expect("in time")
+        .expect("sent");
+    assert_eq!(
+        (ended.hold_id.as_str(), ended.reason.as_str()),
+        (hold.hold_id.as_str(), "expired")
+    );
     let rival = session(&rig.store, &ev).await;
-    let taken = rig.store.hold(&rival, &[seat(4)]).await.expect("the freed seat can be held");
+    let taken = rig
+        .store
+        .hold(&rival, &[seat(4)])
+        .await
+        .expect("the freed seat can be held");
     rig.store
         .begin_payment(&rival, &taken.hold_id, "pm_card_visa")
         .await

@@ -64,14 +64,36 @@ async fn refused_and_unmatched_deliveries_change_nothing() {
 
     // A signed claim that the payment succeeded, for a payment the provider never made: the
     // re-fetch finds nothing, so nothing is sold.
-    let forged = event("evt_forged", "payment_intent.succeeded", "pi_forged", "succeeded", attempt.attempt_id.as_str());
+    let forged = event(
+        "evt_forged",
+        "payment_intent.succeeded",
+        "pi_forged",
+        "succeeded",
+        attempt.attempt_id.as_str(),
+    );
     let cases: Vec<(&str, Option<String>, Vec<u8>)> = vec![
-        ("bad signature", Some(sign(b"not the secret", now(), &forged)), forged.clone()),
-        ("old timestamp", Some(sign(secret, now() - 301, &forged)), forged.clone()),
+        (
+            "bad signature",
+            Some(sign(b"not the secret", now(), &forged)),
+            forged.clone(),
+        ),
+        (
+            "old timestamp",
+            Some(sign(secret, now() - 301, &forged)),
+            forged.clone(),
+        ),
         ("missing header", None, forged.clone()),
         ("garbage header", Some("t=x,v1=zz".into()), forged.clone()),
-        ("malformed body", Some(sign(secret, now(), b"{not json")), b"{not json".to_vec()),
-        ("body not an event", Some(sign(secret, now(), br#"{"id":7}"#)), br#"{"id":7}"#.to_vec()),
+        (
+            "malformed body",
+            Some(sign(secret, now(), b"{not json")),
+            b"{not json".to_vec(),
+        ),
+        (
+            "body not an event",
+            Some(sign(secret, now(), br#"{"id":7}"#)),
+            br#"{"id":7}"#.to_vec(),
+        ),
     ];
     for (what, sig, body) in &cases {
         let got = intake(sig.as_deref(), body).await;
@@ -87,19 +109,39 @@ async fn refused_and_unmatched_deliveries_change_nothing() {
     }
 
     // Valid, but about nobody we know: recorded and acknowledged, nothing else changes.
-    let unknown = event("evt_unknown", "payment_intent.succeeded", "pi_x", "succeeded", "pa_nobody");
-    let got = intake(Some(&sign(secret, now(), &unknown)), &unknown).await.expect("acknowledged");
+    let unknown = event(
+        "evt_unknown",
+        "payment_intent.succeeded",
+        "pi_x",
+        "succeeded",
+        "pa_nobody",
+    );
+    let got = intake(Some(&sign(secret, now(), &unknown)), &unknown)
+        .await
+        .expect("acknowledged");
     assert_eq!(got, WebhookAck::Unmatched);
     let after = rows(&rig.store).await;
     assert_eq!(after.len(), before.len() + 1);
     assert!(after.contains(&"evt_unknown:unmatched".to_owned()));
     // The forged success for our attempt, validly signed: re-fetched, not found, not applied.
-    let got = intake(Some(&sign(secret, now(), &forged)), &forged).await.expect("acknowledged");
+    let got = intake(Some(&sign(secret, now(), &forged)), &forged)
+        .await
+        .expect("acknowledged");
     assert_eq!(got, WebhookAck::Unmatched);
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Paying);
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Paying
+    );
     // Repeats answer with the stored result.
-    let again = intake(Some(&sign(secret, now(), &unknown)), &unknown).await.expect("acknowledged");
-    assert_eq!(again, WebhookAck::Duplicate { outcome: "unmatched".into() });
+    let again = intake(Some(&sign(secret, now(), &unknown)), &unknown)
+        .await
+        .expect("acknowledged");
+    assert_eq!(
+        again,
+        WebhookAck::Duplicate {
+            outcome: "unmatched".into()
+        }
+    );
     let held: i64 = sqlx::query_scalar("select count(*) from webhook_events where matched = false")
         .fetch_one(rig.store.pool())
         .await
@@ -120,32 +162,79 @@ async fn webhook_and_worker_converge_on_one_finalize() {
         .await
         .expect("checkout");
     // The provider authorizes (as the worker's call would); the event says so.
-    let req = AuthorizeRequest::new(attempt.attempt_id.as_str(), attempt.amount_cents, &attempt.currency, "pm_card_visa");
+    let req = AuthorizeRequest::new(
+        attempt.attempt_id.as_str(),
+        attempt.amount_cents,
+        &attempt.currency,
+        "pm_card_visa",
+    );
     let Outcome::Authorized { payment_id } = rig.provider.authorize(&req).await else {
         panic!("authorized");
     };
-    let body = event("evt_auth", "payment_intent.amount_capturable_updated", &payment_id, "requires_capture", attempt.attempt_id.as_str());
+    let body = event(
+        "evt_auth",
+        "payment_intent.amount_capturable_updated",
+        &payment_id,
+        "requires_capture",
+        attempt.attempt_id.as_str(),
+    );
     let secret = WEBHOOK_SECRET.as_bytes();
-    let first = intake_webhook(&rig.store, &rig.provider, secret, Some(&sign(secret, now(), &body)), &body)
-        .await
-        .expect("applied");
+    let first = intake_webhook(
+        &rig.store,
+        &rig.provider,
+        secret,
+        Some(&sign(secret, now(), &body)),
+        &body,
+    )
+    .await
+    .expect("applied");
     assert_eq!(
         first,
-        WebhookAck::Applied { attempt_id: attempt.attempt_id.clone(), outcome: "confirmed".into() }
+        WebhookAck::Applied {
+            attempt_id: attempt.attempt_id.clone(),
+            outcome: "confirmed".into()
+        }
     );
-    assert_eq!(rig.store.get_hold(&hold.hold_id).await.expect("read").state, HoldState::Confirmed);
+    assert_eq!(
+        rig.store.get_hold(&hold.hold_id).await.expect("read").state,
+        HoldState::Confirmed
+    );
     let before = rows(&rig.store).await;
-    let second = intake_webhook(&rig.store, &rig.provider, secret, Some(&sign(secret, now(), &body)), &body)
-        .await
-        .expect("duplicate");
-    assert_eq!(second, WebhookAck::Duplicate { outcome: "confirmed".into() });
-    assert_eq!(rows(&rig.store).await, before, "a duplicate changes nothing");
+    let second = intake_webhook(
+        &rig.store,
+        &rig.provider,
+        secret,
+        Some(&sign(secret, now(), &body)),
+        &body,
+    )
+    .await
+    .expect("duplicate");
+    assert_eq!(
+        second,
+        WebhookAck::Duplicate {
+            outcome: "confirmed".into()
+        }
+    );
+    assert_eq!(
+        rows(&rig.store).await,
+        before,
+        "a duplicate changes nothing"
+    );
     // The worker's authorize job now repeats the same key, gets the same payment, and finds
     // the order already there: one sale, one capture.
     let worker = rig.start_worker().await;
-    rig.settle(&ev, Duration::from_secs(20)).await.expect("settled with invariants");
-    let a = rig.store.get_attempt(&attempt.attempt_id).await.expect("read");
-    assert_eq!((a.state, a.provider_payment_id.as_deref()), (AttemptState::Captured, Some(payment_id.as_str())));
+    rig.settle(&ev, Duration::from_secs(20))
+        .await
+        .expect("settled with invariants");
+    let a = rig
+        .store
+        .get_attempt(&attempt.attempt_id)
+        .await
+        .expect("read");
+    assert_eq!(
+        (a.state, a.provider_payment_id.as_deref()),
+        (AttemptState::Captured, Some(payment_id.as_str()))
+    );
     let rec = &rig.sim.simulator.ledger().attempts[attempt.attempt_id.as_str()];
     assert_eq!((rec.authorizations, rec.captures), (1, 1));
     worker.stop().await.expect("worker stops");

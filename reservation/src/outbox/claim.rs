@@ -48,7 +48,9 @@ impl Store {
                 Ok(Job {
                     id: r.try_get("id")?,
                     kind: r.try_get("kind")?,
-                    event_id: r.try_get::<Option<String>, _>("event_id")?.unwrap_or_default(),
+                    event_id: r
+                        .try_get::<Option<String>, _>("event_id")?
+                        .unwrap_or_default(),
                     attempt_id: r.try_get("attempt_id")?,
                     payload: serde_json::from_str(&payload)?,
                     tries: r.try_get("tries")?,

@@ -35,7 +35,11 @@ impl Converged {
 }
 
 /// Payload of `void` and `refund` jobs.
-pub(crate) fn money_job(attempt: &AttemptId, payment_id: Option<&str>, checks_left: u32) -> serde_json::Value {
+pub(crate) fn money_job(
+    attempt: &AttemptId,
+    payment_id: Option<&str>,
+    checks_left: u32,
+) -> serde_json::Value {
     json!({ "attempt_id": attempt, "payment_id": payment_id, "checks_left": checks_left })
 }
 
@@ -61,8 +65,13 @@ impl Store {
                     // Never overwrite the newer owner: give the money back instead.
                     Finalized::SeatLost => {
                         let kind = if captured { "refund" } else { "void" };
-                        self.enqueue(kind, event_id, attempt.as_str(), &money_job(attempt, Some(payment_id), 0))
-                            .await?;
+                        self.enqueue(
+                            kind,
+                            event_id,
+                            attempt.as_str(),
+                            &money_job(attempt, Some(payment_id), 0),
+                        )
+                        .await?;
                         Ok(Converged::Compensating)
                     }
                 }

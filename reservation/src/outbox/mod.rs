@@ -112,7 +112,11 @@ pub async fn run_outbox(
             }
         }
         let full = running.len() >= ctx.config.concurrency;
-        let pause = if idle { ctx.config.poll } else { Duration::ZERO };
+        let pause = if idle {
+            ctx.config.poll
+        } else {
+            Duration::ZERO
+        };
         tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -149,7 +153,9 @@ async fn run_job(ctx: Arc<Ctx>, job: Job) -> Result<(), Error> {
         }
         Step::RetryWith(why, payload) => {
             let delay = claim::backoff(job.tries, ctx.config.backoff_base, ctx.config.backoff_max);
-            ctx.store.retry_job(job.id, delay, &why, Some(&payload)).await
+            ctx.store
+                .retry_job(job.id, delay, &why, Some(&payload))
+                .await
         }
     };
     if let Err(error) = stored {
@@ -163,7 +169,11 @@ async fn dispatch(ctx: &Ctx, job: &Job) -> Result<Step, Error> {
     if job.kind == "session_ended" {
         return sink::deliver(ctx, job).await;
     }
-    let Some(attempt) = job.attempt_id.as_deref().and_then(|a| a.parse::<AttemptId>().ok()) else {
+    let Some(attempt) = job
+        .attempt_id
+        .as_deref()
+        .and_then(|a| a.parse::<AttemptId>().ok())
+    else {
         tracing::error!(job = job.id, kind = %job.kind, "outbox job without a usable attempt id");
         return Ok(Step::Done);
     };

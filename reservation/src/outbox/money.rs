@@ -35,7 +35,11 @@ impl MoneyJob {
 }
 
 /// The payment id: from the job, from the attempt row, or found by the attempt id.
-async fn locate(ctx: &Ctx, attempt: &AttemptId, job: &MoneyJob) -> Result<Result<String, Outcome>, Error> {
+async fn locate(
+    ctx: &Ctx,
+    attempt: &AttemptId,
+    job: &MoneyJob,
+) -> Result<Result<String, Outcome>, Error> {
     if let Some(p) = job.payment() {
         return Ok(Ok(p));
     }
@@ -48,7 +52,11 @@ async fn locate(ctx: &Ctx, attempt: &AttemptId, job: &MoneyJob) -> Result<Result
     })
 }
 
-pub(super) async fn capture(ctx: &Ctx, attempt: &AttemptId, payload: &serde_json::Value) -> Result<Step, Error> {
+pub(super) async fn capture(
+    ctx: &Ctx,
+    attempt: &AttemptId,
+    payload: &serde_json::Value,
+) -> Result<Step, Error> {
     let job = MoneyJob::parse(payload)?;
     let pid = match locate(ctx, attempt, &job).await? {
         Ok(p) => p,
@@ -69,7 +77,12 @@ pub(super) async fn capture(ctx: &Ctx, attempt: &AttemptId, payload: &serde_json
     })
 }
 
-pub(super) async fn void(ctx: &Ctx, event: &str, attempt: &AttemptId, payload: &serde_json::Value) -> Result<Step, Error> {
+pub(super) async fn void(
+    ctx: &Ctx,
+    event: &str,
+    attempt: &AttemptId,
+    payload: &serde_json::Value,
+) -> Result<Step, Error> {
     // The money of an attempt that sold belongs to its order: never void it.
     if ctx.store.attempt_has_order(attempt).await? {
         return Ok(Step::Done);
@@ -92,7 +105,12 @@ pub(super) async fn void(ctx: &Ctx, event: &str, attempt: &AttemptId, payload: &
         }
         Outcome::Captured { payment_id } => {
             ctx.store
-                .enqueue("refund", event, attempt.as_str(), &money_job(attempt, Some(&payment_id), 0))
+                .enqueue(
+                    "refund",
+                    event,
+                    attempt.as_str(),
+                    &money_job(attempt, Some(&payment_id), 0),
+                )
                 .await?;
             Step::Done
         }
@@ -103,7 +121,12 @@ pub(super) async fn void(ctx: &Ctx, event: &str, attempt: &AttemptId, payload: &
     })
 }
 
-pub(super) async fn refund(ctx: &Ctx, event: &str, attempt: &AttemptId, payload: &serde_json::Value) -> Result<Step, Error> {
+pub(super) async fn refund(
+    ctx: &Ctx,
+    event: &str,
+    attempt: &AttemptId,
+    payload: &serde_json::Value,
+) -> Result<Step, Error> {
     if ctx.store.attempt_has_order(attempt).await? {
         tracing::warn!(attempt = %attempt, "refund job for a sale ignored: orders are refunded by an operator");
         return Ok(Step::Done);
@@ -122,7 +145,12 @@ pub(super) async fn refund(ctx: &Ctx, event: &str, attempt: &AttemptId, payload:
         // Only authorized after all: release it instead.
         Outcome::Authorized { payment_id } => {
             ctx.store
-                .enqueue("void", event, attempt.as_str(), &money_job(attempt, Some(&payment_id), 0))
+                .enqueue(
+                    "void",
+                    event,
+                    attempt.as_str(),
+                    &money_job(attempt, Some(&payment_id), 0),
+                )
                 .await?;
             Step::Done
         }

@@ -72,7 +72,11 @@ impl Store {
     }
 
     /// No clear answer: the attempt waits for a retry, the reconciler or a webhook.
-    pub(crate) async fn record_ambiguous(&self, attempt: &AttemptId, why: &str) -> Result<bool, Error> {
+    pub(crate) async fn record_ambiguous(
+        &self,
+        attempt: &AttemptId,
+        why: &str,
+    ) -> Result<bool, Error> {
         self.record_step(
             attempt,
             "update payment_attempts set state = 'ambiguous', last_error = $3, \

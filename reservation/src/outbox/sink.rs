@@ -49,7 +49,9 @@ impl SessionSink {
     /// Sends each ended session down a channel (tests).
     pub fn channel(tx: tokio::sync::mpsc::UnboundedSender<SessionEnded>) -> Self {
         SessionSink::new(move |e| {
-            let sent = tx.send(e).map_err(|_| SinkError::from("session sink closed"));
+            let sent = tx
+                .send(e)
+                .map_err(|_| SinkError::from("session sink closed"));
             async move { sent }
         })
     }
