@@ -84,8 +84,10 @@ async fn chaos_run_keeps_every_invariant() {
     let began = Instant::now();
     let rig = Rig::new(Duration::from_secs(1)).await;
     let ev = seeded_event(&rig.store, SEATS, |e| {
+        // Short enough that the 30 s pause outlives it; long enough that the worker's backlog
+        // right after the pause does not abandon fresh checkouts before their first try.
         e.resolve_s = 2;
-        e.abandon_s = 5;
+        e.abandon_s = 8;
     })
     .await;
     rig.sim.simulator.set_knobs(&KnobsPatch {
@@ -101,6 +103,9 @@ async fn chaos_run_keeps_every_invariant() {
         ..KnobsPatch::default()
     });
     rig.serve_webhooks().await;
+    let mut rig = rig;
+    rig.outbox.concurrency = 64;
+    rig.outbox.late_money_checks = 2;
     let mut worker = rig.start_worker().await;
     let reconciler = rig.start_reconciler().await;
 
@@ -161,6 +166,7 @@ async fn chaos_run_keeps_every_invariant() {
     worker = rig.start_worker().await;
 
     buyers.await.expect("buyers finish");
+    let buyers_done = began.elapsed();
     rig.settle(&ev, Duration::from_secs(45))
         .await
         .expect("settled with invariants");
@@ -197,7 +203,7 @@ async fn chaos_run_keeps_every_invariant() {
         "chaos: {BUYERS} buyers, {} holds, {} sold out, {} checkouts ({attempts} attempts), {sold} seats sold, \
          {declined} declined ({} retried, {} released), {abandoned} abandoned, {voided} voided, {refunded} refunded; \
          provider: {} requests, {} authorizations, {} lost answers, {} 5xx, {} idempotent replays; \
-         webhooks: {} applied, {} duplicate, {} unmatched, {} unavailable; {samples} mid-run samples; {:.1}s",
+         webhooks: {} applied, {} duplicate, {} unmatched, {} unavailable; {samples} mid-run samples; buyers done at {:.1}s, settled at {:.1}s",
         tally.holds.load(Ordering::Relaxed),
         tally.sold_out.load(Ordering::Relaxed),
         tally.checkouts.load(Ordering::Relaxed),
@@ -212,6 +218,7 @@ async fn chaos_run_keeps_every_invariant() {
         w.duplicate.load(Ordering::Relaxed),
         w.unmatched.load(Ordering::Relaxed),
         w.unavailable.load(Ordering::Relaxed),
+        buyers_done.as_secs_f64(),
         began.elapsed().as_secs_f64(),
     );
     // The chaos really happened, and the system came through it.
