@@ -1,7 +1,8 @@
 //! The chaos run of issue 4: 5,000 buyers over 500 seats against the HTTP simulator with 10%
 //! declines, 5% lost answers, 5% server errors, delayed, duplicated and reordered webhooks;
-//! the worker killed and restarted three times, the provider paused for 30 s. Invariants 1–4
-//! are sampled during the run (one snapshot each) and demanded, settled, at the end.
+//! two instances' workers and reconcilers, one worker killed and restarted three times, the
+//! provider paused for 30 s. Invariants 1–4 are sampled during the run (one snapshot each)
+//! and demanded, settled, at the end.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,6 +109,10 @@ async fn chaos_run_keeps_every_invariant() {
     rig.outbox.late_money_checks = 2;
     let mut worker = rig.start_worker().await;
     let reconciler = rig.start_reconciler().await;
+    // A second gateway instance's loops, never killed: leases keep the two workers (and the
+    // two reconcilers' idempotent steps) from doing anything twice that matters.
+    let other_worker = rig.start_worker().await;
+    let other_reconciler = rig.start_reconciler().await;
 
     let tally = Arc::new(Tally::default());
     let buyers = {
@@ -173,6 +178,8 @@ async fn chaos_run_keeps_every_invariant() {
     let samples = sampler.await.unwrap_or(0);
     worker.stop().await.expect("worker stops");
     reconciler.stop().await.expect("reconciler stops");
+    other_worker.stop().await.expect("worker stops");
+    other_reconciler.stop().await.expect("reconciler stops");
 
     let ledger = rig.sim.simulator.ledger();
     let s = &rig.store;
