@@ -39,6 +39,9 @@ pub enum Error {
     AttemptNotFound,
     #[error(transparent)]
     InvalidId(#[from] crate::ids::InvalidId),
+    /// A test stopped the flow at a failpoint, as if the process had died there.
+    #[error(transparent)]
+    Crashed(#[from] crate::failpoint::FailpointCrash),
     /// The database failed or timed out; details are for the log, not the client.
     #[error("storage error")]
     Storage(#[source] sqlx::Error),

@@ -320,6 +320,7 @@ impl Store {
         )
         .await?;
         tx.commit().await?;
+        crate::failpoint::hit(crate::failpoint::Point::AfterHold, &h.event_id).await?;
         Ok(Hold {
             hold_id: trusted::<HoldId>(hold_id)?,
             event_id: trusted(h.event_id.clone())?,

@@ -257,6 +257,17 @@ impl Store {
         .await?
         .rows_affected();
         let expired = self.expire_holds(&mut tx, &json).await?;
+        // Scoped by event like every failpoint; only compiled in for tests.
+        #[cfg(feature = "failpoints")]
+        for event in sqlx::query_scalar::<_, String>(self.sql(
+            "select distinct event_id from holds where hold_id in (select value from JSON_EACH($1))",
+        ))
+        .bind(&json)
+        .fetch_all(&mut *tx)
+        .await?
+        {
+            crate::failpoint::hit(crate::failpoint::Point::InsideSweeper, &event).await?;
+        }
         tx.commit().await?;
         Ok(Swept {
             seats_freed: freed,

@@ -13,6 +13,10 @@
 //! - `hold_life` — `extend`, `release`, `sweep`.
 //! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
 //! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
+//! - `outbox` — the worker (`run_outbox`): claims rows with a lease, calls the provider with
+//!   no transaction open, records the answer conditionally; capture, void, refund, session ends.
+//! - `reconcile` — `run_reconciler`: attempts past `resolve_by` / `abandon_at`.
+//! - `webhook_intake` — `intake_webhook`: verified, re-fetched, deduplicated provider events.
 //! - `failpoint` — named pause/crash points, compiled in with the `failpoints` feature.
 //! - `journal` — the event log and outbox rows written inside each transaction.
 //! - `reads`, `views` — holds, orders, attempts, seat map, counts, "stuck".
@@ -30,14 +34,17 @@ mod hold_life;
 mod idempotency;
 mod ids;
 mod journal;
+pub mod outbox;
 mod payment;
 pub mod payments;
 mod reads;
+pub mod reconcile;
 mod session;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod views;
+pub mod webhook_intake;
 
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
 pub use audit::AuditEntry;

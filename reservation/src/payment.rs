@@ -2,6 +2,7 @@
 //! (paying→held) and abandon (paying→available). Provider calls happen elsewhere, after commit.
 
 use crate::Error;
+use crate::failpoint::{self, Point};
 use crate::hold_life::HoldCtx;
 use crate::ids::{self, AttemptId, HoldId, SessionId, trusted};
 use crate::journal::Entry;
@@ -67,6 +68,7 @@ impl Store {
             .insert_attempt(&mut tx, &h, &attempt_id, payment_method)
             .await?;
         tx.commit().await?;
+        failpoint::hit(Point::AfterPayingCommitted, &h.event_id).await?;
         Ok(attempt)
     }
 
@@ -283,6 +285,8 @@ impl Store {
             .order_of_attempt(&mut tx, attempt)
             .await?
             .ok_or(Error::AttemptNotFound)?;
+        // Dropping `tx` here (a crash) rolls the whole sale back: the row still says paying.
+        failpoint::hit(Point::BeforeFinalizeCommit, &h.event_id).await?;
         tx.commit().await?;
         Ok(Finalized::Confirmed(order))
     }

@@ -17,54 +17,43 @@ impl SimControl {
         }
     }
 
+    fn url(&self, route: &str) -> String {
+        format!("{}/_sim/{route}", self.base_url)
+    }
+
+    async fn json<T: serde::de::DeserializeOwned>(
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        Ok(request.send().await?.error_for_status()?.json().await?)
+    }
+
     pub async fn set_knobs(&self, patch: &KnobsPatch) -> anyhow::Result<Knobs> {
-        let url = format!("{}/_sim/knobs", self.base_url);
-        Ok(self
-            .http
-            .post(url)
-            .json(patch)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?)
+        Self::json(self.http.post(self.url("knobs")).json(patch)).await
     }
 
     pub async fn knobs(&self) -> anyhow::Result<Knobs> {
-        let url = format!("{}/_sim/knobs", self.base_url);
-        Ok(self
-            .http
-            .get(url)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?)
-    }
-
-    pub async fn pause(&self) -> anyhow::Result<()> {
-        self.post_empty("pause").await
-    }
-
-    pub async fn resume(&self) -> anyhow::Result<()> {
-        self.post_empty("resume").await
+        Self::json(self.http.get(self.url("knobs"))).await
     }
 
     pub async fn ledger(&self) -> anyhow::Result<Ledger> {
-        let url = format!("{}/_sim/ledger", self.base_url);
-        Ok(self
-            .http
-            .get(url)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?)
+        Self::json(self.http.get(self.url("ledger"))).await
     }
 
-    async fn post_empty(&self, what: &str) -> anyhow::Result<()> {
-        let url = format!("{}/_sim/{what}", self.base_url);
-        self.http.post(url).send().await?.error_for_status()?;
+    pub async fn pause(&self) -> anyhow::Result<()> {
+        self.http
+            .post(self.url("pause"))
+            .send()
+            .await?
+            .error_for_status()?;
+        Ok(())
+    }
+
+    pub async fn resume(&self) -> anyhow::Result<()> {
+        self.http
+            .post(self.url("resume"))
+            .send()
+            .await?
+            .error_for_status()?;
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 //! The behaviour is `reservation::payments::simulator`; this file only translates HTTP.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Form, Path, Query, State};
@@ -14,6 +15,7 @@ use axum::{Json, Router};
 use reservation::payments::simulator::{
     Knobs, KnobsPatch, Ledger, SimReply, SimRequest, Simulator, SimulatorConfig,
 };
+use reservation::payments::{Provider, StripeClient};
 use serde::Deserialize;
 
 /// How to start a simulator server.
@@ -42,6 +44,16 @@ pub struct SimulatorHandle {
     /// Direct control of the same simulator, for tests in this process.
     pub simulator: Simulator,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl SimulatorHandle {
+    /// The real HTTP provider client pointed at this simulator.
+    pub fn http_provider(&self, api_key: &str, timeout: Duration) -> Provider {
+        // Building a client without TLS only fails if the system resolver cannot start.
+        let client = StripeClient::new(&self.base_url, api_key, timeout)
+            .expect("an HTTP client without TLS builds");
+        Provider::Http(client)
+    }
 }
 
 impl Drop for SimulatorHandle {

@@ -10,7 +10,7 @@ use axum::routing::post;
 use floodgate_tests::simulator::{SimServerConfig, SimulatorHandle, spawn};
 use reservation::payments::simulator::{KnobsPatch, SimulatorConfig};
 use reservation::payments::webhook::{self, SignatureError, WebhookEvent};
-use reservation::payments::{AuthorizeRequest, Outcome, Provider, StripeClient};
+use reservation::payments::{AuthorizeRequest, Outcome, Provider};
 use tokio::sync::mpsc;
 
 const SECRET: &str = "whsec_floodgate_test";
@@ -51,9 +51,14 @@ async fn receiver(status: StatusCode) -> (String, mpsc::UnboundedReceiver<Delive
             ),
         )
         .with_state(tx);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("receiver binds 127.0.0.1:0");
+    let url = format!(
+        "http://{}/hook",
+        listener.local_addr().expect("bound address")
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("receiver serves") });
     (url, rx)
 }
 
@@ -69,12 +74,12 @@ async fn setup(
         ..Default::default()
     })
     .await
-    .unwrap();
+    .expect("simulator binds 127.0.0.1:0");
     sim.simulator.set_knobs(&KnobsPatch {
         webhook_url: Some(url),
         ..patch
     });
-    let p = Provider::Http(StripeClient::new(&sim.base_url, "sk", Duration::from_secs(3)).unwrap());
+    let p = sim.http_provider("sk", Duration::from_secs(3));
     (sim, p, rx)
 }
 
@@ -253,7 +258,7 @@ async fn a_refusing_receiver_is_retried_then_counted_as_failed() {
         webhook_url: Some(url),
         ..Default::default()
     });
-    let p = Provider::Http(StripeClient::new(&sim.base_url, "sk", Duration::from_secs(3)).unwrap());
+    let p = sim.http_provider("sk", Duration::from_secs(3));
     authorized(&p, "att-retry").await;
     let ids: Vec<String> = [
         next(&mut rx).await,

@@ -35,6 +35,18 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The payment this outcome names, when it names one.
+    pub fn payment_id(&self) -> Option<&str> {
+        match self {
+            Outcome::Authorized { payment_id }
+            | Outcome::Captured { payment_id }
+            | Outcome::Processing { payment_id }
+            | Outcome::Canceled { payment_id } => Some(payment_id),
+            Outcome::Declined { payment_id, .. } => payment_id.as_deref(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn ambiguous(why: impl Into<String>) -> Self {
         Outcome::Ambiguous { why: why.into() }
     }

@@ -6,8 +6,10 @@
 //! `pm_card_error` answers 500 and creates nothing.
 
 mod delivery;
+mod intent;
 mod knobs;
 mod ledger;
+mod request;
 mod state;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -19,9 +21,7 @@ use tokio::sync::watch;
 
 pub use knobs::{Knobs, KnobsPatch};
 pub use ledger::{AttemptRecord, Counters, Ledger};
-
-use super::AuthorizeRequest;
-use super::outcome::Expect;
+pub use request::SimRequest;
 
 /// How a simulator starts.
 #[derive(Clone, Default)]
@@ -31,126 +31,6 @@ pub struct SimulatorConfig {
     /// Signs outgoing webhooks (`Stripe-Signature`).
     pub webhook_secret: String,
     pub knobs: Knobs,
-}
-
-/// One provider request, as either front end (HTTP route or in-process call) received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimRequest {
-    CreateIntent {
-        idempotency_key: Option<String>,
-        form: Vec<(String, String)>,
-    },
-    RetrieveIntent {
-        id: String,
-    },
-    SearchIntents {
-        query: String,
-    },
-    CaptureIntent {
-        id: String,
-        idempotency_key: Option<String>,
-    },
-    CancelIntent {
-        id: String,
-        idempotency_key: Option<String>,
-    },
-    CreateRefund {
-        idempotency_key: Option<String>,
-        form: Vec<(String, String)>,
-    },
-}
-
-impl SimRequest {
-    pub(crate) fn authorize(req: &AuthorizeRequest) -> Self {
-        SimRequest::CreateIntent {
-            idempotency_key: Some(req.attempt_id.clone()),
-            form: req.form(),
-        }
-    }
-    pub(crate) fn retrieve(id: &str) -> Self {
-        SimRequest::RetrieveIntent { id: id.to_owned() }
-    }
-    pub(crate) fn search(attempt_id: &str) -> Self {
-        SimRequest::SearchIntents {
-            query: super::search_query(attempt_id),
-        }
-    }
-    pub(crate) fn capture(id: &str) -> Self {
-        SimRequest::CaptureIntent {
-            id: id.to_owned(),
-            idempotency_key: None,
-        }
-    }
-    pub(crate) fn cancel(id: &str) -> Self {
-        SimRequest::CancelIntent {
-            id: id.to_owned(),
-            idempotency_key: None,
-        }
-    }
-    pub(crate) fn refund(attempt_id: &str, payment_id: &str) -> Self {
-        SimRequest::CreateRefund {
-            idempotency_key: Some(super::refund_key(attempt_id)),
-            form: vec![("payment_intent".into(), payment_id.to_owned())],
-        }
-    }
-
-    pub(crate) fn expect(&self) -> Expect {
-        match self {
-            SimRequest::SearchIntents { .. } => Expect::Search,
-            SimRequest::CreateRefund { .. } => Expect::Refund,
-            _ => Expect::Intent,
-        }
-    }
-
-    fn is_post(&self) -> bool {
-        !matches!(
-            self,
-            SimRequest::RetrieveIntent { .. } | SimRequest::SearchIntents { .. }
-        )
-    }
-
-    fn idempotency_key(&self) -> Option<&str> {
-        match self {
-            SimRequest::CreateIntent {
-                idempotency_key, ..
-            }
-            | SimRequest::CaptureIntent {
-                idempotency_key, ..
-            }
-            | SimRequest::CancelIntent {
-                idempotency_key, ..
-            }
-            | SimRequest::CreateRefund {
-                idempotency_key, ..
-            } => idempotency_key.as_deref(),
-            _ => None,
-        }
-    }
-
-    fn payment_method(&self) -> Option<&str> {
-        match self {
-            SimRequest::CreateIntent { form, .. } => form
-                .iter()
-                .find(|(k, _)| k == "payment_method")
-                .map(|(_, v)| v.as_str()),
-            _ => None,
-        }
-    }
-
-    /// What "the same request" means for idempotency: the route and the sorted form.
-    fn fingerprint(&self) -> String {
-        let (route, form): (String, &[(String, String)]) = match self {
-            SimRequest::CreateIntent { form, .. } => ("create_intent".into(), form),
-            SimRequest::CreateRefund { form, .. } => ("create_refund".into(), form),
-            SimRequest::CaptureIntent { id, .. } => (format!("capture {id}"), &[]),
-            SimRequest::CancelIntent { id, .. } => (format!("cancel {id}"), &[]),
-            SimRequest::RetrieveIntent { id } => (format!("retrieve {id}"), &[]),
-            SimRequest::SearchIntents { query } => (format!("search {query}"), &[]),
-        };
-        let mut form = form.to_vec();
-        form.sort();
-        format!("{route} {form:?}")
-    }
 }
 
 /// The answer a front end turns into an HTTP response (or an [`super::Outcome`]).
@@ -210,7 +90,9 @@ impl Simulator {
         let _ = paused.wait_for(|p| !*p).await;
         let latency = {
             let mut st = self.state();
-            let (lo, hi) = (st.knobs.latency_min_ms, st.knobs.latency_max_ms);
+            // Knobs built directly (not through a patch) may have max < min.
+            let lo = st.knobs.latency_min_ms;
+            let hi = st.knobs.latency_max_ms.max(lo);
             if hi > 0 {
                 st.rng.random_range(lo..=hi)
             } else {
@@ -263,8 +145,65 @@ impl Simulator {
         st.knobs.clone()
     }
 
+    /// Where webhooks go (the embedded gateway learns its own port only after binding).
+    pub fn set_webhook_url(&self, url: &str) {
+        self.set_knobs(&KnobsPatch {
+            webhook_url: Some(url.to_owned()),
+            ..KnobsPatch::default()
+        });
+    }
+
     /// A copy of the ledger as it stands.
     pub fn ledger(&self) -> Ledger {
         self.state().ledger.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payments::AuthorizeRequest;
+
+    async fn run(seed: u64) -> Vec<(u16, String)> {
+        let sim = Simulator::new(SimulatorConfig {
+            seed,
+            knobs: Knobs {
+                decline_rate: 0.5,
+                ..Knobs::default()
+            },
+            ..SimulatorConfig::default()
+        });
+        let mut answers = Vec::new();
+        for i in 0..40 {
+            let req = AuthorizeRequest {
+                attempt_id: format!("a{i}"),
+                amount_cents: 100,
+                currency: "eur".into(),
+                payment_method: "pm_card_visa".into(),
+            };
+            match sim.handle(SimRequest::authorize(&req)).await {
+                // Ids and outcomes, not `created`, which follows the wall clock.
+                SimReply::Answer { status, body } => {
+                    let id = body["id"]
+                        .as_str()
+                        .or(body["error"]["payment_intent"]["id"].as_str());
+                    answers.push((status, id.unwrap_or_default().to_owned()));
+                }
+                SimReply::Lost => panic!("no lost answers without the knob"),
+            }
+        }
+        answers
+    }
+
+    #[tokio::test]
+    async fn a_seed_replays_the_same_run() {
+        let (a, b, c) = (run(7).await, run(7).await, run(8).await);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let declines = a.iter().filter(|(s, _)| *s == 402).count();
+        assert!(
+            (5..=35).contains(&declines),
+            "decline_rate 0.5 gave {declines}/40"
+        );
     }
 }

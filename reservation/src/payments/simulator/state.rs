@@ -1,5 +1,5 @@
-//! The simulator's PaymentIntents and what each request does to them. Everything here is
-//! synchronous and runs under the simulator's lock; waiting happens outside it.
+//! The simulator's book of PaymentIntents and what each request does to them. Everything
+//! here is synchronous and runs under the simulator's lock; waiting happens outside it.
 
 use std::collections::HashMap;
 
@@ -8,135 +8,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 use super::SimRequest;
+use super::intent::{Effect, Intent, Status, error, missing, unexpected_state};
 use super::knobs::Knobs;
 use super::ledger::Ledger;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    RequiresCapture,
-    RequiresPaymentMethod,
-    Succeeded,
-    Canceled,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::RequiresCapture => "requires_capture",
-            Status::RequiresPaymentMethod => "requires_payment_method",
-            Status::Succeeded => "succeeded",
-            Status::Canceled => "canceled",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Intent {
-    id: String,
-    amount: i64,
-    currency: String,
-    payment_method: String,
-    attempt_id: Option<String>,
-    status: Status,
-    decline_code: Option<&'static str>,
-    refund_id: Option<String>,
-    created: i64,
-}
-
-impl Intent {
-    /// The ledger's key: the attempt id, or the intent id for intents made without one.
-    fn ledger_key(&self) -> String {
-        self.attempt_id.clone().unwrap_or_else(|| self.id.clone())
-    }
-
-    fn json(&self) -> Value {
-        let captured = self.status == Status::Succeeded;
-        json!({
-            "id": self.id,
-            "object": "payment_intent",
-            "amount": self.amount,
-            "amount_capturable": if self.status == Status::RequiresCapture { self.amount } else { 0 },
-            "amount_received": if captured { self.amount } else { 0 },
-            "currency": self.currency,
-            "capture_method": "manual",
-            "payment_method": self.payment_method,
-            "status": self.status.as_str(),
-            "metadata": match &self.attempt_id { Some(a) => json!({"attempt_id": a}), None => json!({}) },
-            "last_payment_error": self.decline_code.map(|code| json!({
-                "type": "card_error", "code": "card_declined", "decline_code": code,
-                "message": "Your card was declined.",
-            })),
-            "created": self.created,
-            "livemode": false,
-        })
-    }
-
-    /// The charge object of `charge.refunded`; charges carry their intent's metadata.
-    fn charge_json(&self) -> Value {
-        json!({
-            "id": format!("ch_{}", self.id.trim_start_matches("pi_")),
-            "object": "charge",
-            "payment_intent": self.id,
-            "amount": self.amount,
-            "amount_refunded": if self.refund_id.is_some() { self.amount } else { 0 },
-            "refunded": self.refund_id.is_some(),
-            "status": "succeeded",
-            "metadata": match &self.attempt_id { Some(a) => json!({"attempt_id": a}), None => json!({}) },
-        })
-    }
-}
-
-/// A request's answer and what comes with it.
-pub(crate) struct Effect {
-    pub status: u16,
-    pub body: Value,
-    /// `(type, object)` of the webhooks this request causes.
-    pub events: Vec<(&'static str, Value)>,
-    /// `pm_card_slow`: answer after `slow_ms`.
-    pub slow: bool,
-    /// The request took effect but its answer is lost.
-    pub lost: bool,
-}
-
-impl Effect {
-    fn answer(status: u16, body: Value) -> Self {
-        Self {
-            status,
-            body,
-            events: Vec::new(),
-            slow: false,
-            lost: false,
-        }
-    }
-}
-
-fn error(status: u16, kind: &str, code: &str, message: &str) -> Effect {
-    Effect::answer(
-        status,
-        json!({"error": {"type": kind, "code": code, "message": message}}),
-    )
-}
-
-fn unexpected_state(intent: &Intent, action: &str) -> Effect {
-    let message = format!(
-        "This PaymentIntent could not be {action} because it has a status of {}.",
-        intent.status.as_str()
-    );
-    Effect::answer(
-        400,
-        json!({"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
-            "message": message, "payment_intent": intent.json()}}),
-    )
-}
-
-fn missing(id: &str) -> Effect {
-    error(
-        404,
-        "invalid_request_error",
-        "resource_missing",
-        &format!("No such payment_intent: '{id}'"),
-    )
-}
 
 struct Stored {
     fingerprint: String,

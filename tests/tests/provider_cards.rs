@@ -1,44 +1,14 @@
-//! The real HTTP provider client against the simulator served over HTTP.
+//! The real HTTP client against the HTTP simulator: each test card, and every failure that
+//! must read as ambiguous rather than as a decline.
+
+mod support;
 
 use std::time::Duration;
 
 use floodgate_tests::sim_control::SimControl;
-use floodgate_tests::simulator::{SimServerConfig, SimulatorHandle, spawn};
 use reservation::payments::simulator::KnobsPatch;
-use reservation::payments::{AuthorizeRequest, Outcome, Provider, StripeClient};
-
-const KEY: &str = "sk_test_floodgate";
-
-async fn simulator() -> SimulatorHandle {
-    spawn(SimServerConfig {
-        api_key: Some(KEY.into()),
-        ..SimServerConfig::default()
-    })
-    .await
-    .expect("simulator binds 127.0.0.1:0")
-}
-
-fn client(sim: &SimulatorHandle, timeout_ms: u64) -> Provider {
-    Provider::Http(
-        StripeClient::new(&sim.base_url, KEY, Duration::from_millis(timeout_ms)).unwrap(),
-    )
-}
-
-fn request(attempt: &str, pm: &str) -> AuthorizeRequest {
-    AuthorizeRequest {
-        attempt_id: attempt.into(),
-        amount_cents: 4_200,
-        currency: "eur".into(),
-        payment_method: pm.into(),
-    }
-}
-
-fn payment_id(o: &Outcome) -> String {
-    match o {
-        Outcome::Authorized { payment_id } => payment_id.clone(),
-        other => panic!("expected Authorized, got {other:?}"),
-    }
-}
+use reservation::payments::{Outcome, Provider, StripeClient};
+use support::{KEY, client, payment_id, request, simulator};
 
 #[tokio::test]
 async fn visa_authorizes_then_captures_once() {
@@ -213,152 +183,6 @@ async fn error_rate_latency_and_dead_provider_are_ambiguous_never_declines() {
 }
 
 #[tokio::test]
-async fn same_key_replays_and_another_body_is_refused() {
-    let sim = simulator().await;
-    let p = client(&sim, 2_000);
-    let req = request("att-idem", "pm_card_visa");
-    let first = payment_id(&p.authorize(&req).await);
-    assert_eq!(payment_id(&p.authorize(&req).await), first);
-    let other = AuthorizeRequest {
-        amount_cents: 1,
-        ..req
-    };
-    let out = p.authorize(&other).await;
-    assert!(
-        matches!(&out, Outcome::Rejected { code, .. } if code == "idempotency_key_in_use"),
-        "{out:?}"
-    );
-    let ledger = sim.simulator.ledger();
-    assert_eq!(ledger.attempts["att-idem"].authorizations, 1);
-    assert_eq!(ledger.counters.idempotent_replays, 1);
-    assert_eq!(ledger.counters.idempotency_conflicts, 1);
-}
-
-#[tokio::test]
-async fn concurrent_duplicates_charge_once() {
-    let sim = simulator().await;
-    let p = client(&sim, 5_000);
-    let tasks: Vec<_> = (0..20)
-        .map(|_| {
-            let p = p.clone();
-            tokio::spawn(async move { p.authorize(&request("att-race", "pm_card_visa")).await })
-        })
-        .collect();
-    let mut ids = Vec::new();
-    for t in tasks {
-        ids.push(payment_id(&t.await.unwrap()));
-    }
-    ids.dedup();
-    assert_eq!(ids.len(), 1);
-    assert_eq!(
-        sim.simulator.ledger().attempts["att-race"].authorizations,
-        1
-    );
-}
-
-#[tokio::test]
-async fn void_and_refund_are_recorded_once() {
-    let sim = simulator().await;
-    let p = client(&sim, 2_000);
-    let voided = payment_id(&p.authorize(&request("att-void", "pm_card_visa")).await);
-    // A refund before capture is refused: the payment is only authorized, void it instead.
-    assert_eq!(
-        p.refund("att-void", &voided).await,
-        Outcome::Authorized {
-            payment_id: voided.clone()
-        }
-    );
-    assert_eq!(
-        p.cancel(&voided).await,
-        Outcome::Canceled {
-            payment_id: voided.clone()
-        }
-    );
-    assert_eq!(
-        p.cancel(&voided).await,
-        Outcome::Canceled {
-            payment_id: voided.clone()
-        }
-    );
-    assert_eq!(
-        p.capture(&voided).await,
-        Outcome::Canceled {
-            payment_id: voided.clone()
-        }
-    );
-
-    let refunded = payment_id(&p.authorize(&request("att-refund", "pm_card_visa")).await);
-    assert!(matches!(
-        p.capture(&refunded).await,
-        Outcome::Captured { .. }
-    ));
-    let Outcome::Refunded {
-        refund_id: Some(re),
-    } = p.refund("att-refund", &refunded).await
-    else {
-        panic!("expected a refund");
-    };
-    // Same key: the stored refund is replayed.
-    assert_eq!(
-        p.refund("att-refund", &refunded).await,
-        Outcome::Refunded {
-            refund_id: Some(re)
-        }
-    );
-    assert_eq!(
-        p.cancel(&refunded).await,
-        Outcome::Captured {
-            payment_id: refunded.clone()
-        }
-    );
-
-    let ledger = sim.simulator.ledger();
-    let v = &ledger.attempts["att-void"];
-    assert_eq!(
-        (v.authorizations, v.captures, v.voids, v.refunds),
-        (1, 0, 1, 0)
-    );
-    let r = &ledger.attempts["att-refund"];
-    assert_eq!(
-        (r.authorizations, r.captures, r.voids, r.refunds),
-        (1, 1, 0, 1)
-    );
-    assert!(ledger.unsettled().is_empty());
-    assert!(ledger.charged_twice().is_empty());
-}
-
-#[tokio::test]
-async fn lost_capture_still_captures() {
-    let sim = simulator().await;
-    let p = client(&sim, 2_000);
-    let pi = payment_id(&p.authorize(&request("att-lostcap", "pm_card_visa")).await);
-    sim.simulator.set_knobs(&KnobsPatch {
-        lost_rate: Some(1.0),
-        ..Default::default()
-    });
-    assert!(matches!(p.capture(&pi).await, Outcome::Ambiguous { .. }));
-    assert_eq!(p.retrieve(&pi).await, Outcome::Captured { payment_id: pi });
-}
-
-#[tokio::test]
-async fn pause_holds_calls_until_resume() {
-    let sim = simulator().await;
-    let control = SimControl::new(&sim.base_url);
-    control.pause().await.unwrap();
-    let p = client(&sim, 5_000);
-    let call =
-        tokio::spawn(async move { p.authorize(&request("att-pause", "pm_card_visa")).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!call.is_finished(), "a paused provider must not answer");
-    assert!(
-        control.ledger().await.unwrap().attempts.is_empty(),
-        "nor act"
-    );
-    control.resume().await.unwrap();
-    assert!(matches!(call.await.unwrap(), Outcome::Authorized { .. }));
-}
-
-#[tokio::test]
 async fn bad_api_key_and_unknown_card_are_rejected() {
     let sim = simulator().await;
     let wrong = Provider::Http(
@@ -381,21 +205,4 @@ async fn bad_api_key_and_unknown_card_are_rejected() {
         Outcome::NotFound
     );
     assert!(sim.simulator.ledger().attempts.is_empty());
-}
-
-#[tokio::test]
-async fn knobs_are_settable_over_http() {
-    let sim = simulator().await;
-    let control = SimControl::new(&sim.base_url);
-    let knobs = control
-        .set_knobs(&KnobsPatch {
-            decline_rate: Some(0.25),
-            latency_max_ms: Some(7),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(knobs.decline_rate, 0.25);
-    assert_eq!(control.knobs().await.unwrap(), sim.simulator.knobs());
-    assert_eq!(sim.simulator.knobs().latency_max_ms, 7);
 }

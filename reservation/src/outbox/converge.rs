@@ -1,0 +1,98 @@
+//! The one place a provider answer about an attempt's authorization becomes rows: the outbox
+//! worker, the reconciler and webhook intake all end here, so they cannot disagree, and a
+//! second arrival of the same answer finds the rows already moved and changes nothing.
+
+use serde_json::json;
+
+use crate::Error;
+use crate::ids::AttemptId;
+use crate::payment::Finalized;
+use crate::payments::Outcome;
+use crate::store::Store;
+
+/// What applying an answer did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Converged {
+    /// The sale exists (now or before).
+    Confirmed,
+    /// The seats went back to the buyer's hold (or the attempt was already final).
+    Declined,
+    /// Money arrived for seats that are no longer this attempt's: a void (or refund) is queued.
+    Compensating,
+    /// No definite answer yet.
+    Pending,
+}
+
+impl Converged {
+    pub(crate) fn as_str(&self) -> &'static str {
+        match self {
+            Converged::Confirmed => "confirmed",
+            Converged::Declined => "declined",
+            Converged::Compensating => "compensating",
+            Converged::Pending => "pending",
+        }
+    }
+}
+
+/// Payload of `void` and `refund` jobs.
+pub(crate) fn money_job(
+    attempt: &AttemptId,
+    payment_id: Option<&str>,
+    checks_left: u32,
+) -> serde_json::Value {
+    json!({ "attempt_id": attempt, "payment_id": payment_id, "checks_left": checks_left })
+}
+
+impl Store {
+    /// Applies the provider's word on `attempt` (from authorize, search or retrieve).
+    pub(crate) async fn converge(
+        &self,
+        attempt: &AttemptId,
+        event_id: &str,
+        outcome: &Outcome,
+    ) -> Result<Converged, Error> {
+        match outcome {
+            Outcome::Authorized { payment_id } | Outcome::Captured { payment_id } => {
+                let captured = matches!(outcome, Outcome::Captured { .. });
+                self.record_authorized(attempt, payment_id).await?;
+                match self.finalize(attempt, Some(payment_id)).await? {
+                    Finalized::Confirmed(_) => {
+                        if captured {
+                            self.record_captured(attempt, payment_id).await?;
+                        }
+                        Ok(Converged::Confirmed)
+                    }
+                    // Never overwrite the newer owner: give the money back instead.
+                    Finalized::SeatLost => {
+                        let kind = if captured { "refund" } else { "void" };
+                        self.enqueue(
+                            kind,
+                            event_id,
+                            attempt.as_str(),
+                            &money_job(attempt, Some(payment_id), 0),
+                        )
+                        .await?;
+                        Ok(Converged::Compensating)
+                    }
+                }
+            }
+            Outcome::Declined { reason, .. } => {
+                self.decline(attempt, reason).await?;
+                Ok(Converged::Declined)
+            }
+            // A canceled intent holds no money; for an attempt still open it is a decline.
+            Outcome::Canceled { .. } => {
+                self.decline(attempt, "canceled").await?;
+                Ok(Converged::Declined)
+            }
+            Outcome::Ambiguous { why } => {
+                self.record_ambiguous(attempt, why).await?;
+                Ok(Converged::Pending)
+            }
+            Outcome::Processing { .. }
+            | Outcome::NotFound
+            | Outcome::Refunded { .. }
+            | Outcome::Rejected { .. } => Ok(Converged::Pending),
+        }
+    }
+}
