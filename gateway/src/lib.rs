@@ -55,7 +55,8 @@ pub async fn run(
     metrics::handle();
     let cancel = CancellationToken::new();
     let state = startup::build(&config, cancel.clone()).await?;
-    let mut loops = startup::spawn_loops(&state);
+    startup::point_simulator_at(&state, listener.local_addr()?);
+    let mut loops = startup::spawn_loops(&state).await?;
     let app = router(state);
     tracing::info!(addr = %listener.local_addr()?, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();
@@ -88,6 +89,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::pages::router())
         .merge(routes::admin::router())
         .merge(routes::ops::router())
+        .merge(routes::webhook::router())
         .route_layer(axum::middleware::from_fn(request_span::trace))
         .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
         .fallback(|| async { problem::Problem::not_found("no such route") })

@@ -1,12 +1,14 @@
 //! Building the gateway from its configuration: the store (migrations applied), secrets, the
 //! waiting room, the payment provider, the demo event; then the background loops every
-//! instance runs (meter, sweeper; the outbox worker and reconciler with the payments saga).
+//! instance runs (meter, sweeper, outbox worker, reconciler); leases make several instances safe.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use admission::{Admission, AdmissionConfig};
+use reservation::outbox::{OutboxConfig, SessionEnded, SessionSink, SinkError, run_outbox};
 use reservation::payments::{PaymentConfig, Provider};
+use reservation::reconcile::{ReconcileConfig, run_reconciler};
 use reservation::{Store, StoreOptions};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +66,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
 }
 
 /// Starts the loops every instance runs; they stop when `shutdown` is cancelled.
-pub fn spawn_loops(state: &AppState) -> JoinSet<()> {
+pub async fn spawn_loops(state: &AppState) -> anyhow::Result<JoinSet<()>> {
     let mut tasks = JoinSet::new();
     let stop = state.shutdown.clone();
     let admission = state.admission.clone();
@@ -86,5 +88,65 @@ pub fn spawn_loops(state: &AppState) -> JoinSet<()> {
             }
         }
     });
-    tasks
+
+    // The payment loops get their own small pool, so a slow provider never starves requests.
+    let worker_store = state
+        .store
+        .sibling(StoreOptions {
+            max_connections: 4,
+            ..StoreOptions::default()
+        })
+        .await?;
+    let admission = state.admission.clone();
+    let sink = SessionSink::new(move |ended: SessionEnded| {
+        let admission = admission.clone();
+        async move {
+            // Repeats are harmless: admission frees a slot once per session.
+            admission
+                .session_ended(&ended.event_id, &ended.session_id)
+                .await
+                .map_err(|e| SinkError::from(e.to_string()))
+        }
+    });
+    let (stop, store, provider) = (
+        state.shutdown.clone(),
+        worker_store.clone(),
+        state.provider.clone(),
+    );
+    tasks.spawn(async move {
+        if let Err(error) = run_outbox(
+            store,
+            provider,
+            sink,
+            OutboxConfig::default(),
+            stop.cancelled_owned(),
+        )
+        .await
+        {
+            tracing::error!(%error, "outbox worker stopped");
+        }
+    });
+    let (stop, provider) = (state.shutdown.clone(), state.provider.clone());
+    tasks.spawn(async move {
+        if let Err(error) = run_reconciler(
+            worker_store,
+            provider,
+            ReconcileConfig::default(),
+            stop.cancelled_owned(),
+        )
+        .await
+        {
+            tracing::error!(%error, "reconciler stopped");
+        }
+    });
+    Ok(tasks)
+}
+
+/// The in-process simulator sends its webhooks to this gateway, like a real provider would.
+pub fn point_simulator_at(state: &AppState, addr: std::net::SocketAddr) {
+    if let Provider::Simulated(simulated) = &state.provider {
+        simulated
+            .simulator
+            .set_webhook_url(&format!("http://{addr}/api/payments/webhook"));
+    }
 }

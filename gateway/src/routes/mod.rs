@@ -10,3 +10,4 @@ pub mod pages;
 pub mod queue;
 pub mod session;
 pub mod waiting_room;
+pub mod webhook;
