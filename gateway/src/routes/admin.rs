@@ -313,6 +313,7 @@ async fn tune(
         closed: None,
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
+    obey_now(&state, &id).await;
     audit(
         &state,
         "tune_admission",
