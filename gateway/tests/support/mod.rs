@@ -28,7 +28,7 @@ use reservation::payments::simulator::{Knobs, SimulatorConfig};
 use reservation::{Store, StoreOptions};
 use sqlx::Connection;
 
-pub use http::{Answer, Gateway};
+pub use http::Gateway;
 
 /// The backend combination a test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
