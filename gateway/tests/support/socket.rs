@@ -93,6 +93,23 @@ impl WaitingSocket {
         }
     }
 
+    /// Reads position messages until the position is `expected`. Positions are upper bounds
+    /// (DESIGN §3): an instance that has not ticked the event yet may say more, never less.
+    pub async fn settle_at(&mut self, expected: u64) {
+        loop {
+            let message = self.next_of("position").await;
+            let position = message["position"].as_u64().expect("a numeric position");
+            assert!(
+                position >= expected,
+                "position {position} below the true {expected}: {:?}",
+                self.heard
+            );
+            if position == expected {
+                return;
+            }
+        }
+    }
+
     /// Reads position messages until the offer.
     pub async fn wait_for_turn(&mut self) -> Turn {
         let mut positions = Vec::new();
