@@ -39,12 +39,15 @@ async fn journey(app: TestApp) {
     let rival = app.join_queue(&event).await;
 
     let (mut socket, turn) = app.wait_for_turn(&me).await;
+    let mut distinct = turn.positions.clone();
+    distinct.dedup();
     assert!(
-        turn.positions.len() >= 2 && turn.positions[0] >= 1,
+        distinct.len() >= 2 && distinct[0] >= 1,
         "the position is watched falling from behind others: {turn:?}"
     );
+    // A message may repeat the position with a new wait estimate; it never goes up.
     assert!(
-        turn.positions.windows(2).all(|w| w[1] < w[0]),
+        turn.positions.windows(2).all(|w| w[1] <= w[0]),
         "positions only fall: {turn:?}"
     );
     assert_eq!(turn.positions.last(), Some(&0), "{turn:?}");
