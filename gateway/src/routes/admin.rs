@@ -6,7 +6,6 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -82,7 +81,7 @@ async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
 async fn create(
     State(state): State<AppState>,
     headers: HeaderMap,
-    raw: Bytes,
+    body::RawBody(raw): body::RawBody,
 ) -> Result<Response, Problem> {
     auth::organizer(&state, &headers)?;
     let request: CreateEvent = body::parse(&headers, &raw)?;
@@ -209,7 +208,7 @@ async fn seats(
     State(state): State<AppState>,
     PathId(id): PathId,
     headers: HeaderMap,
-    raw: Bytes,
+    body::RawBody(raw): body::RawBody,
 ) -> Result<Response, Problem> {
     auth::organizer(&state, &headers)?;
     let event = event_id(&id)?;
@@ -287,7 +286,7 @@ async fn tune(
     State(state): State<AppState>,
     PathId(id): PathId,
     headers: HeaderMap,
-    raw: Bytes,
+    body::RawBody(raw): body::RawBody,
 ) -> Result<Response, Problem> {
     auth::organizer(&state, &headers)?;
     let event = event_id(&id)?;

@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -76,7 +75,7 @@ async fn create(
     State(state): State<AppState>,
     PathId(id): PathId,
     headers: HeaderMap,
-    raw: Bytes,
+    body::RawBody(raw): body::RawBody,
 ) -> Result<Response, Problem> {
     let event = event_id(&id)?;
     let Admitted { session, .. } = auth::admitted(&state, &headers, Some(&id))?;
@@ -134,7 +133,7 @@ async fn checkout(
     State(state): State<AppState>,
     PathId(id): PathId,
     headers: HeaderMap,
-    raw: Bytes,
+    body::RawBody(raw): body::RawBody,
 ) -> Result<Response, Problem> {
     let hold = hold_id(&id)?;
     let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
