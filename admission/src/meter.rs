@@ -143,12 +143,12 @@ impl Admission {
             .backend
             .recover(event, args, cfg.clock.script_now())
             .await?;
-        // Until the next tick publishes the new epoch, no token matches the snapshot's, so
-        // `status` asks the backend and returning tokens re-register their places.
-        handle
-            .feed
-            .send_modify(|snapshot| std::sync::Arc::make_mut(snapshot).epoch.clear());
         if created && checkpoint.is_some() {
+            // Until the next tick publishes the new epoch, no token matches the snapshot's, so
+            // `status` asks the backend and returning tokens re-register their places.
+            handle
+                .feed
+                .send_modify(|snapshot| std::sync::Arc::make_mut(snapshot).epoch.clear());
             tracing::warn!(event, "queue state was lost; recovered from the checkpoint");
             // The new epoch must be checkpointed before the next loss can be told apart.
             *lock(&handle.last_checkpoint_ms) = i64::MIN;

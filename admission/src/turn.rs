@@ -47,20 +47,21 @@ impl Admission {
         }
         // Most pollers are far back: answer them from the last tick's snapshot, with no backend
         // call. A ticket the cursor has reached (offered, claimed, lapsed) asks the backend.
-        if snap.epoch == claims.epoch && !claims.pre_queue {
-            if let Some(ahead) = snap.position_hint(claims) {
-                let s = match snap.state {
-                    EventState::PreQueue => QueueStatus::PreQueue,
-                    EventState::SoldOut => QueueStatus::SoldOut,
-                    EventState::Paused => QueueStatus::Paused,
-                    _ if control.paused => QueueStatus::Paused,
-                    _ => QueueStatus::Waiting,
-                };
-                let outflow = (s == QueueStatus::Waiting)
-                    .then_some(snap.outflow_per_min)
-                    .flatten();
-                return Ok(status::build(s, Some(ahead), outflow, None));
-            }
+        if snap.epoch == claims.epoch
+            && !claims.pre_queue
+            && let Some(ahead) = snap.position_hint(claims)
+        {
+            let s = match snap.state {
+                EventState::PreQueue => QueueStatus::PreQueue,
+                EventState::SoldOut => QueueStatus::SoldOut,
+                EventState::Paused => QueueStatus::Paused,
+                _ if control.paused => QueueStatus::Paused,
+                _ => QueueStatus::Waiting,
+            };
+            let outflow = (s == QueueStatus::Waiting)
+                .then_some(snap.outflow_per_min)
+                .flatten();
+            return Ok(status::build(s, Some(ahead), outflow, None));
         }
         let (state, now) = self.ticket_state(claims, &control).await?;
         Ok(match state {

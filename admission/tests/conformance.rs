@@ -332,7 +332,10 @@ async fn pre_queue(kind: Kind) {
         .sum();
     let rho = 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
     println!("{kind:?}: pre-queue rank correlation arrival vs offer = {rho:.4}");
-    assert!(rho.abs() < 0.1, "rank correlation {rho} is not near zero");
+    // Under a fair permutation rho is about normal with sd 1/sqrt(n-1) = 0.032 (seen: |rho| of
+    // 0.00-0.04 typically); 5 sd keeps a false alarm below one in a million runs, while any
+    // order leaking arrival time (rho near 1 for FIFO) fails by far.
+    assert!(rho.abs() < 0.16, "rank correlation {rho} is not near zero");
 }
 both!(pre_queue);
 

@@ -181,11 +181,17 @@ async fn push(
     told: &mut Told,
     socket: &mut WebSocket,
 ) -> bool {
+    if snapshot.at_ms == 0 {
+        // No tick has run for this event on this instance yet: nothing true to say.
+        return true;
+    }
     let event_status = match snapshot.state {
+        // Before opening the order is not drawn yet: places mean nothing until then.
+        EventState::PreQueue => Some("pre_queue"),
         EventState::Paused => Some("paused"),
         EventState::SoldOut => Some("sold_out"),
         EventState::Closed => Some("closed"),
-        EventState::Open | EventState::PreQueue => None,
+        EventState::Open => None,
     };
     if let Some(status) = event_status {
         return send_status(told, socket, status).await;
@@ -196,7 +202,7 @@ async fn push(
             .outflow_per_min
             .filter(|f| *f > 0.0)
             .map(|per_min| ((position + 1) as f64 * 60.0 / per_min).ceil() as u64);
-        if told.status == Some("paused") {
+        if matches!(told.status, Some("paused" | "pre_queue" | "sold_out")) {
             told.status = None;
             if socket
                 .send(text(&json!({"type": "status", "status": "waiting"})))
