@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 //! Admission's durable state on both databases: live controls with a version, session counts,
 //! the checkpoint that only moves forward within an epoch, generated settings kept once.
 
