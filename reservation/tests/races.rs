@@ -155,21 +155,31 @@ async fn c_payment_versus_rival_across_the_expiry_instant() {
                         .hold(&owner, std::slice::from_ref(&s))
                         .await
                         .expect("owner holds");
-                    // Aim both at the expiry instant, each with its own jitter.
+                    // Aim both at the expiry instant (the hold's own deadline, read from the
+                    // database clock, so a slow `hold` call on a loaded machine does not push
+                    // both past it), each with its own jitter.
+                    let until_expiry = |jitter: i64| {
+                        let now =
+                            time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+                        let left = hold.expires_at_ms as i128 - now + i128::from(jitter);
+                        Duration::from_millis(u64::try_from(left.max(0)).unwrap_or(0))
+                    };
+                    let (pay_in, take_in) = (
+                        until_expiry(rand::random_range(-15..15)),
+                        until_expiry(rand::random_range(-15..15)),
+                    );
                     let pay = {
                         let store = store.clone();
                         let hold = hold.hold_id.clone();
                         tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(rand::random_range(135..165)))
-                                .await;
+                            tokio::time::sleep(pay_in).await;
                             store.begin_payment(&owner, &hold, "pm").await
                         })
                     };
                     let take = {
                         let (store, s) = (store.clone(), s.clone());
                         tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(rand::random_range(135..165)))
-                                .await;
+                            tokio::time::sleep(take_in).await;
                             store.hold(&rival, &[s]).await
                         })
                     };
