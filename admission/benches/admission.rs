@@ -7,11 +7,10 @@
 //! Runs its own throwaway `redis-server` on a free port so other tests cannot disturb the
 //! figures. `cargo bench -p admission --all-features`.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use admission::testing::{MemoryDb, control};
+use admission::testing::{MemoryDb, ThrowawayRedis, control};
 use admission::{Admission, AdmissionConfig, Clock, KeyRing};
 use time::OffsetDateTime;
 
@@ -19,37 +18,6 @@ const TASKS: usize = 64;
 const OPS: usize = 200_000;
 const ROUNDS: usize = 8;
 const BUYERS: usize = 200_000;
-
-struct OwnRedis(Child, String);
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_redis() -> OwnRedis {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed");
-    OwnRedis(child, format!("redis://127.0.0.1:{port}"))
-}
 
 async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
     for _ in 0..100 {
@@ -193,10 +161,10 @@ fn per_s(n: usize, d: Duration) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let own = start_redis();
-    let mut conn = connect(&own.1).await;
+    let own = ThrowawayRedis::start();
+    let mut conn = connect(&own.url).await;
     let db = Arc::new(MemoryDb::new(Clock::system()));
-    let adm = admission(&own.1, db.clone()).await;
+    let adm = admission(&own.url, db.clone()).await;
 
     println!("admission benchmarks ({TASKS} tasks, one multiplexed Redis connection each side)");
     println!("{:<52} {:>14} {:>10}", "case", "figure", "ratio");

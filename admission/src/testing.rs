@@ -195,3 +195,37 @@ impl AdmissionDb for MemoryDb {
             }))
     }
 }
+
+/// A private `redis-server` on a free loopback port with no persistence, killed on drop: for
+/// tests and benchmarks that wipe Redis or measure its memory, away from the shared server.
+pub struct ThrowawayRedis {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl ThrowawayRedis {
+    /// Panics with a clear message when `redis-server` is not installed: tests never skip.
+    pub fn start() -> ThrowawayRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian package redis-server) must be installed");
+        ThrowawayRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for ThrowawayRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

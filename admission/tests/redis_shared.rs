@@ -4,10 +4,10 @@
 mod support;
 
 use std::collections::{HashMap, HashSet};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use admission::testing::ThrowawayRedis;
 use admission::{Admission, AdmissionDb, QueueStatus};
 use support::{Harness, Kind, client};
 
@@ -94,45 +94,6 @@ async fn fifo_10000_through_two_instances() {
     assert_eq!(h.db.sessions(&h.event).len(), 2_000);
 }
 
-struct OwnRedis {
-    child: Child,
-    url: String,
-}
-
-impl OwnRedis {
-    fn start() -> OwnRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server (Debian package redis-server) must be installed");
-        OwnRedis {
-            child,
-            url: format!("redis://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn wait_for(url: &str) {
     for _ in 0..100 {
         if let Ok(c) = redis::Client::open(url)
@@ -153,7 +114,7 @@ async fn wait_for(url: &str) {
 /// keep their relative order, and arrivals after the wipe queue behind all earlier tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushall_mid_queue_recovers() {
-    let own = OwnRedis::start();
+    let own = ThrowawayRedis::start();
     wait_for(&own.url).await;
     let clock = support::clock_for(Kind::Redis);
     let h = Harness::with(Kind::Redis, "flush", clock, own.url.clone(), |c| {
