@@ -147,7 +147,7 @@ impl Admission {
 
     /// Places a buyer in line. `key` (an `Idempotency-Key`) makes a retried join return the
     /// same place; the ticket id is always derived server-side so nobody picks their rank.
-    #[tracing::instrument(skip_all, err, fields(event))]
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
     pub async fn join(
         &self,
         event: &str,

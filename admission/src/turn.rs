@@ -38,7 +38,7 @@ impl Admission {
     }
 
     /// Where this token stands now. Also re-registers a place Redis lost.
-    #[tracing::instrument(skip_all, err)]
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn status(&self, claims: &QueueClaims) -> Result<Status, AdmissionError> {
         let control = self.control(&claims.event).await?;
         let snap = self.handle(&claims.event).feed.borrow().clone();
@@ -92,7 +92,7 @@ impl Admission {
 
     /// Turns an open offer into a durable session and its admission token. Claiming again
     /// returns the same session.
-    #[tracing::instrument(skip_all, err)]
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn claim(&self, claims: &QueueClaims) -> Result<Admitted, AdmissionError> {
         let event = claims.event.as_str();
         let control = self.control(event).await?;

@@ -42,7 +42,9 @@ const GA_TRIES: u32 = 40;
 
 impl Store {
     /// Holds the named seats for the session, all or nothing.
-    #[tracing::instrument(skip_all, err, fields(session = %session, n = seats.len()))]
+    // Refusals (a taken seat, an expired hold) are buyers' outcomes, not faults: logged at debug;
+    // storage failures are logged once as errors where the gateway answers them.
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(session = %session, n = seats.len()))]
     pub async fn hold(&self, session: &SessionId, seats: &[SeatId]) -> Result<Hold, Error> {
         if seats.is_empty() {
             return Err(Error::NoSeats);
@@ -126,7 +128,7 @@ impl Store {
     }
 
     /// Holds `quantity` seats of a general-admission section, whichever are free.
-    #[tracing::instrument(skip_all, err, fields(session = %session, section, quantity))]
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(session = %session, section, quantity))]
     pub async fn hold_ga(
         &self,
         session: &SessionId,

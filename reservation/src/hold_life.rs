@@ -107,7 +107,7 @@ impl Store {
 
     /// Pushes the owner's live hold out by the event's hold TTL, never past `max_hold_s` from
     /// its creation.
-    #[tracing::instrument(skip_all, err, fields(hold = %hold))]
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(hold = %hold))]
     pub async fn extend(&self, session: &SessionId, hold: &HoldId) -> Result<Hold, Error> {
         self.retrying(|| self.extend_once(session, hold)).await
     }
@@ -155,7 +155,7 @@ impl Store {
     }
 
     /// Gives the seats back. Owner only; refused while paying. Releasing twice is a no-op.
-    #[tracing::instrument(skip_all, err, fields(hold = %hold))]
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(hold = %hold))]
     pub async fn release(&self, session: &SessionId, hold: &HoldId) -> Result<Hold, Error> {
         self.retrying(|| self.release_once(session, hold)).await
     }

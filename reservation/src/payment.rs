@@ -25,7 +25,7 @@ const DECLINE_GRACE_MS: i64 = 120_000;
 impl Store {
     /// Moves the owner's live hold to `paying` and records the attempt and its `authorize`
     /// outbox row, all in one transaction: no money is asked for a hold that could not pay.
-    #[tracing::instrument(skip_all, err, fields(hold = %hold))]
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(hold = %hold))]
     pub async fn begin_payment(
         &self,
         session: &SessionId,
