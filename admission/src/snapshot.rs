@@ -47,6 +47,12 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The point estimate of the wait for `position` buyers ahead at the measured outflow;
+    /// `None` without one (the same figure `status` gives, for pushes from the snapshot).
+    pub fn estimated_wait_s(&self, position: u64) -> Option<u64> {
+        crate::status::wait_estimate(position, self.outflow_per_min).map(|(point, _, _)| point)
+    }
+
     /// Buyers ahead of this token from the cached counters alone (no backend call): exact for
     /// FIFO arrivals, an upper bound (the whole remaining pre-queue) for pre-queue ones; `None`
     /// once its turn has come.

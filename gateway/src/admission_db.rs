@@ -2,10 +2,11 @@
 //! the only crate that knows both sides.
 
 use async_trait::async_trait;
-use time::OffsetDateTime;
 
 use admission::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
 use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
+
+use crate::clock::at;
 
 pub struct StoreAdmissionDb {
     pub store: Store,
@@ -19,16 +20,11 @@ fn event_id(event: &str) -> Result<EventId, DbError> {
     event.parse::<EventId>().map_err(db_error)
 }
 
-fn at_ms(ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
-}
-
 fn record(session: reservation::Session, created: bool) -> SessionRecord {
     SessionRecord {
         session_id: session.session_id.as_str().to_owned(),
         ticket_id: session.ticket_id.as_str().to_owned(),
-        expires_at: at_ms(session.expires_at_ms),
+        expires_at: at(session.expires_at_ms),
         created,
     }
 }
@@ -60,7 +56,7 @@ impl AdmissionDb for StoreAdmissionDb {
             paused: c.paused,
             closed: c.closed,
             version: c.version,
-            opens_at: at_ms(c.opens_at_ms),
+            opens_at: at(c.opens_at_ms),
             seed: c.fairness_seed,
         }))
     }

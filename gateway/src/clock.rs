@@ -4,14 +4,22 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 pub fn rfc3339(ms: i64) -> String {
+    at(ms).format(&Rfc3339).unwrap_or_default()
+}
+
+/// The instant `ms` milliseconds after the Unix epoch (the epoch itself if out of range).
+pub fn at(ms: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_default()
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn ms(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
 pub fn now_ms() -> i64 {
-    i64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+    ms(OffsetDateTime::now_utc())
 }
 
 /// Whole seconds from now until `ms`, never negative: what a countdown starts from.

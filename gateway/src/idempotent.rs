@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use reservation::Idempotency;
 
-use crate::extract::is_valid_id;
 use crate::problem::Problem;
 use crate::state::AppState;
 
@@ -50,11 +49,6 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<(StatusCode, Value), Problem>>,
 {
-    debug_assert!(
-        route
-            .split(':')
-            .all(|part| part.is_empty() || is_valid_id(part))
-    );
     let Some(key) = key else {
         let (status, body) = work().await?;
         return Ok((status, axum::Json(body)).into_response());

@@ -19,16 +19,20 @@ pub struct SeatSnapshot {
     /// A strong ETag of the body.
     pub etag: String,
     pub seats_left: u64,
+    /// The event's own fields for `GET /api/events/{event}`, read in the same refresh, so the
+    /// most-read route costs no query per request.
+    pub summary: serde_json::Value,
     taken_at: Instant,
 }
 
 impl SeatSnapshot {
-    pub fn new(body: Bytes, seats_left: u64) -> Self {
+    pub fn new(body: Bytes, seats_left: u64, summary: serde_json::Value) -> Self {
         let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..12]));
         Self {
             body,
             etag,
             seats_left,
+            summary,
             taken_at: Instant::now(),
         }
     }
@@ -91,7 +95,11 @@ mod tests {
                     .get("e1", || async {
                         loads.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(20)).await;
-                        Ok::<_, ()>(SeatSnapshot::new(Bytes::from_static(b"{}"), 3))
+                        Ok::<_, ()>(SeatSnapshot::new(
+                            Bytes::from_static(b"{}"),
+                            3,
+                            serde_json::Value::Null,
+                        ))
                     })
                     .await
             }));
@@ -104,8 +112,8 @@ mod tests {
 
     #[test]
     fn etag_changes_with_the_body() {
-        let a = SeatSnapshot::new(Bytes::from_static(b"a"), 1);
-        let b = SeatSnapshot::new(Bytes::from_static(b"b"), 1);
+        let a = SeatSnapshot::new(Bytes::from_static(b"a"), 1, serde_json::Value::Null);
+        let b = SeatSnapshot::new(Bytes::from_static(b"b"), 1, serde_json::Value::Null);
         assert_ne!(a.etag, b.etag);
         assert!(a.etag.starts_with('"') && a.etag.ends_with('"'));
     }

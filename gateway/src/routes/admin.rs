@@ -94,7 +94,7 @@ async fn create(
         let at =
             time::OffsetDateTime::parse(opens_at, &time::format_description::well_known::Rfc3339)
                 .map_err(|_| Problem::bad_request("opens_at must be an RFC 3339 time"))?;
-        spec.opens_at_ms = Some(i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0));
+        spec.opens_at_ms = Some(crate::clock::ms(at));
     }
     positive("hold_ttl_s", request.hold_ttl_s, &mut spec.hold_ttl_s)?;
     positive("max_hold_s", request.max_hold_s, &mut spec.max_hold_s)?;

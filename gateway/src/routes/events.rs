@@ -40,20 +40,12 @@ pub fn state_name(state: EventState) -> &'static str {
 }
 
 async fn event(State(state): State<AppState>, PathId(id): PathId) -> Result<Response, Problem> {
-    let event_id = event_id(&id)?;
-    let event = state.store.get_event(&event_id).await?;
-    let snapshot = snapshot(&state, &event_id).await?;
+    let snapshot = snapshot(&state, &event_id(&id)?).await?;
     let queue = state.admission.subscribe(&id).borrow().state;
-    Ok(axum::Json(json!({
-        "event": event.event_id.as_str(),
-        "name": event.name,
-        "opens_at": rfc3339(event.opens_at_ms),
-        "status": state_name(queue),
-        "seats_left": snapshot.seats_left,
-        "max_seats_per_hold": event.max_seats_per_hold,
-        "currency": event.currency,
-    }))
-    .into_response())
+    let mut body = snapshot.summary;
+    body["status"] = json!(state_name(queue));
+    body["seats_left"] = json!(snapshot.seats_left);
+    Ok(axum::Json(body).into_response())
 }
 
 async fn seats(
@@ -79,7 +71,7 @@ async fn seats(
     Ok(response)
 }
 
-/// The cached seat map of the event, reloaded at most once a second.
+/// The cached seat map and summary of the event, reloaded at most once a second.
 pub async fn snapshot(state: &AppState, event: &EventId) -> Result<SeatSnapshot, Problem> {
     state
         .seats
@@ -98,7 +90,15 @@ pub async fn snapshot(state: &AppState, event: &EventId) -> Result<SeatSnapshot,
                 .collect();
             let body =
                 serde_json::to_vec(&json!({ "seats": list })).map_err(|_| Problem::internal())?;
-            Ok::<_, Problem>(SeatSnapshot::new(Bytes::from(body), seats_left))
+            let event = state.store.get_event(event).await?;
+            let summary = json!({
+                "event": event.event_id.as_str(),
+                "name": event.name,
+                "opens_at": rfc3339(event.opens_at_ms),
+                "max_seats_per_hold": event.max_seats_per_hold,
+                "currency": event.currency,
+            });
+            Ok::<_, Problem>(SeatSnapshot::new(Bytes::from(body), seats_left, summary))
         })
         .await
 }

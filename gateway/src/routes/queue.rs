@@ -71,8 +71,7 @@ async fn claim(
     let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let admitted = state.admission.claim(&claims).await?;
     metrics::counter!("floodgate_admitted_total").increment(1);
-    let expires_ms =
-        i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    let expires_ms = crate::clock::ms(admitted.session_expires_at);
     Ok(axum::Json(json!({
         "admission_token": admitted.admission_token,
         "session_id": admitted.session_id,

@@ -198,10 +198,7 @@ async fn push(
     }
     if let Some(position) = snapshot.position_hint(claims) {
         // Still waiting: everything needed is in the snapshot.
-        let wait = snapshot
-            .outflow_per_min
-            .filter(|f| *f > 0.0)
-            .map(|per_min| ((position + 1) as f64 * 60.0 / per_min).ceil() as u64);
+        let wait = snapshot.estimated_wait_s(position);
         if matches!(told.status, Some("paused" | "pre_queue" | "sold_out")) {
             told.status = None;
             if socket
@@ -276,9 +273,7 @@ async fn claim(
         Ok(admitted) => {
             metrics::counter!("floodgate_admitted_total").increment(1);
             told.status = Some("admitted");
-            let expires_ms =
-                i64::try_from(admitted.session_expires_at.unix_timestamp_nanos() / 1_000_000)
-                    .unwrap_or(0);
+            let expires_ms = crate::clock::ms(admitted.session_expires_at);
             json!({
                 "type": "admitted",
                 "admission_token": admitted.admission_token,
