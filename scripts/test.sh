@@ -70,5 +70,6 @@ echo "testing against DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL"
 cargo test --workspace --all-features --locked "$@"
 
 # The pages, in headless Chromium, against a gateway on the embedded default.
-cargo build --locked -p gateway
+# Same features as the test build above, so nothing is compiled twice.
+cargo build --workspace --all-features --locked --bin gateway
 FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
