@@ -44,6 +44,33 @@ async fn rows(store: &Store) -> Vec<String> {
     out
 }
 
+/// A checkout whose authorization the provider has made (as the worker's call would), and the
+/// payment id it made.
+async fn authorized_checkout(
+    rig: &Rig,
+    ev: &reservation::EventId,
+    seat: &str,
+) -> (reservation::Hold, reservation::PaymentAttempt, String) {
+    let buyer = session(&rig.store, ev).await;
+    let seat: SeatId = seat.parse().expect("seat");
+    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
+    let attempt = rig
+        .store
+        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
+        .await
+        .expect("checkout");
+    let req = AuthorizeRequest::new(
+        attempt.attempt_id.as_str(),
+        attempt.amount_cents,
+        &attempt.currency,
+        "pm_card_visa",
+    );
+    let Outcome::Authorized { payment_id } = rig.provider.authorize(&req).await else {
+        panic!("authorized");
+    };
+    (hold, attempt, payment_id)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_and_unmatched_deliveries_change_nothing() {
     let rig = Rig::new(Duration::from_secs(2)).await;
@@ -153,24 +180,8 @@ async fn refused_and_unmatched_deliveries_change_nothing() {
 async fn webhook_and_worker_converge_on_one_finalize() {
     let rig = Rig::new(Duration::from_secs(2)).await;
     let ev = seeded_event(&rig.store, 2, |_| {}).await;
-    let buyer = session(&rig.store, &ev).await;
-    let seat: SeatId = "S00002".parse().expect("seat");
-    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
-    let attempt = rig
-        .store
-        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
-        .await
-        .expect("checkout");
     // The provider authorizes (as the worker's call would); the event says so.
-    let req = AuthorizeRequest::new(
-        attempt.attempt_id.as_str(),
-        attempt.amount_cents,
-        &attempt.currency,
-        "pm_card_visa",
-    );
-    let Outcome::Authorized { payment_id } = rig.provider.authorize(&req).await else {
-        panic!("authorized");
-    };
+    let (hold, attempt, payment_id) = authorized_checkout(&rig, &ev, "S00002").await;
     let body = event(
         "evt_auth",
         "payment_intent.amount_capturable_updated",
@@ -247,23 +258,7 @@ async fn webhook_and_worker_converge_on_one_finalize() {
 async fn racing_duplicate_deliveries_act_once() {
     let rig = Rig::new(Duration::from_secs(2)).await;
     let ev = seeded_event(&rig.store, 2, |_| {}).await;
-    let buyer = session(&rig.store, &ev).await;
-    let seat: SeatId = "S00001".parse().expect("seat");
-    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
-    let attempt = rig
-        .store
-        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
-        .await
-        .expect("checkout");
-    let req = AuthorizeRequest::new(
-        attempt.attempt_id.as_str(),
-        attempt.amount_cents,
-        &attempt.currency,
-        "pm_card_visa",
-    );
-    let Outcome::Authorized { payment_id } = rig.provider.authorize(&req).await else {
-        panic!("authorized");
-    };
+    let (_hold, attempt, payment_id) = authorized_checkout(&rig, &ev, "S00001").await;
     let body = event(
         "evt_raced",
         "payment_intent.amount_capturable_updated",
