@@ -62,6 +62,8 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             trusted_proxies: config.trusted_proxies.clone(),
         }),
         shutdown,
+        guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
+        fanouts: crate::fanout::FanOuts::default(),
     })
 }
 
@@ -88,6 +90,9 @@ pub async fn spawn_loops(state: &AppState) -> anyhow::Result<JoinSet<()>> {
             }
         }
     });
+
+    let (sampled, stop) = (state.clone(), state.shutdown.clone());
+    tasks.spawn(async move { crate::ops_gauges::run(sampled, stop).await });
 
     // The payment loops get their own small pool, so a slow provider never starves requests.
     let worker_store = state

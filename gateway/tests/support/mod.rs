@@ -53,6 +53,8 @@ struct Setup {
     webhook_secret: String,
     token_secret: String,
     organizer_key: String,
+    /// Applied to every gateway's configuration after the test defaults.
+    tweak: fn(&mut Config),
 }
 
 /// One test's world: the gateway(s), a store on the same database, the simulator.
@@ -83,6 +85,11 @@ fn unique(prefix: &str) -> String {
 
 /// Starts the gateway on `backends`; returns once `/readyz` answers 200.
 pub async fn spawn_app(backends: Backends) -> TestApp {
+    spawn_app_with(backends, |_| {}).await
+}
+
+/// As `spawn_app`, with `tweak` applied to the configuration (limits, trusted proxies, …).
+pub async fn spawn_app_with(backends: Backends, tweak: fn(&mut Config)) -> TestApp {
     init_tracing();
     let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .expect("bind a loopback port for the gateway");
@@ -124,6 +131,7 @@ pub async fn spawn_app(backends: Backends) -> TestApp {
         webhook_secret,
         token_secret: unique("tok_"),
         organizer_key: unique("org_"),
+        tweak,
     };
     let gateway = start(&setup, listener).await;
     TestApp {
@@ -157,6 +165,7 @@ async fn start(setup: &Setup, listener: tokio::net::TcpListener) -> Gateway {
     // Every test buyer comes from 127.0.0.1; the join limit has its own unit tests.
     config.join_limit_per_min = 0;
     config.demo = Some(false);
+    (setup.tweak)(&mut config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(gateway::run(config, listener, async move {
         let _ = stopped.await;
