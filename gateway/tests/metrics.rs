@@ -23,8 +23,21 @@ struct Scrape(HashMap<String, Family>);
 
 impl Scrape {
     fn parse(text: &str) -> Self {
-        let (rest, families) = nom_openmetrics::parser::prometheus(text)
-            .unwrap_or_else(|e| panic!("/metrics is not Prometheus text: {e:?}\n{text}"));
+        // The text format ignores empty lines (the exporter puts one between families); this
+        // parser does not, so they go before parsing. Every other line is parsed as is.
+        let mut lines: String = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        lines.push('\n');
+        let (rest, families) = nom_openmetrics::parser::prometheus(&lines).unwrap_or_else(|e| {
+            let e = format!("{e:?}");
+            panic!(
+                "/metrics is not Prometheus text: {}",
+                &e[..e.len().min(600)]
+            )
+        });
         assert!(rest.trim().is_empty(), "unparsed tail of /metrics: {rest}");
         let mut out = HashMap::new();
         for family in families {
