@@ -84,6 +84,38 @@ pub struct Config {
         default_value_t = 15
     )]
     pub backpressure_outbox_age_s: u64,
+
+    /// Joins and status polls in flight at once; more are answered 503 `overloaded`.
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_JOINS", default_value_t = 64)]
+    pub max_inflight_joins: usize,
+
+    /// WebSocket handshakes in flight at once (open sockets are not counted).
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_SOCKETS", default_value_t = 256)]
+    pub max_inflight_sockets: usize,
+
+    /// Claims, holds, extend, checkout, release, session, order and webhook requests in flight.
+    #[arg(
+        long,
+        env = "FLOODGATE_MAX_INFLIGHT_RESERVATIONS",
+        default_value_t = 128
+    )]
+    pub max_inflight_reservations: usize,
+
+    /// Organizer requests in flight.
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_ORGANIZER", default_value_t = 16)]
+    pub max_inflight_organizer: usize,
+
+    /// Event, seat map, fairness, page and OpenAPI reads in flight.
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_READS", default_value_t = 128)]
+    pub max_inflight_reads: usize,
+
+    /// Seconds a request may take before the client hears 503 `overloaded` (not WebSockets).
+    #[arg(long, env = "FLOODGATE_REQUEST_TIMEOUT_S", default_value_t = 10)]
+    pub request_timeout_s: u64,
+
+    /// Seconds an organizer request may take (bulk seat generation is slow).
+    #[arg(long, env = "FLOODGATE_ORGANIZER_TIMEOUT_S", default_value_t = 120)]
+    pub organizer_timeout_s: u64,
 }
 
 impl Config {
@@ -107,14 +139,35 @@ impl Config {
             backpressure: true,
             backpressure_hold_p99_ms: 1_000,
             backpressure_outbox_age_s: 15,
+            max_inflight_joins: 64,
+            max_inflight_sockets: 256,
+            max_inflight_reservations: 128,
+            max_inflight_organizer: 16,
+            max_inflight_reads: 128,
+            request_timeout_s: 10,
+            organizer_timeout_s: 120,
         }
     }
 
+    /// When backpressure counts the reservation core as unhealthy (`backpressure.rs`).
     pub fn backpressure(&self) -> crate::backpressure::Thresholds {
         crate::backpressure::Thresholds {
             enabled: self.backpressure,
             hold_p99: std::time::Duration::from_millis(self.backpressure_hold_p99_ms),
             outbox_age: std::time::Duration::from_secs(self.backpressure_outbox_age_s),
+        }
+    }
+
+    /// The in-flight budgets and deadlines of the route groups (`overload.rs`).
+    pub fn budgets(&self) -> crate::overload::Budgets {
+        crate::overload::Budgets {
+            joins: self.max_inflight_joins.max(1),
+            sockets: self.max_inflight_sockets.max(1),
+            reservations: self.max_inflight_reservations.max(1),
+            organizer: self.max_inflight_organizer.max(1),
+            reads: self.max_inflight_reads.max(1),
+            request_timeout: std::time::Duration::from_secs(self.request_timeout_s.max(1)),
+            organizer_timeout: std::time::Duration::from_secs(self.organizer_timeout_s.max(1)),
         }
     }
 
@@ -163,6 +216,15 @@ mod tests {
             config.organizer_key.as_ref().map(Secret::expose),
             Some("hunter2")
         );
+    }
+
+    #[test]
+    fn embedded_budgets_match_the_flag_defaults() {
+        let parsed = Config::parse_from(["gateway"]).budgets();
+        let embedded = Config::embedded("127.0.0.1:0".parse().unwrap(), "sqlite:x.db").budgets();
+        assert_eq!(format!("{parsed:?}"), format!("{embedded:?}"));
+        let tuned = Config::parse_from(["gateway", "--max-inflight-joins", "7"]).budgets();
+        assert_eq!(tuned.joins, 7);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! - `listener`, `shutdown`, `telemetry`: process plumbing.
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
-//! - `overload`, `request_span`, `metrics`: load shedding, request spans, Prometheus.
+//! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
+//!   Prometheus; `fanout`, `ops_gauges`: the figures `/metrics` samples (socket fan-out time,
+//!   queue, outbox, sweeper, payments, pool).
 //! - `backpressure`: slowing admission while the reservation core is unhealthy.
 //! - `startup`, `state`, `secrets`, `demo`: building the shared state and background loops.
 //! - `admission_db`: admission's database interface over the reservation store.
@@ -23,10 +25,12 @@ pub mod config;
 pub mod demo;
 pub mod errors;
 pub mod extract;
+pub mod fanout;
 pub mod idempotent;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod ops_gauges;
 pub mod overload;
 pub mod problem;
 pub mod request_span;
@@ -80,6 +84,7 @@ pub async fn run(
 
 /// Every route of API.md, with the layers they share.
 pub fn router(state: AppState) -> Router {
+    let guard = state.guard.clone();
     Router::new()
         .merge(routes::health::router())
         .merge(routes::queue::router())
@@ -92,6 +97,8 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::admin::router())
         .merge(routes::ops::router())
         .merge(routes::webhook::router())
+        // Inside the span, so shed and timed-out requests are logged and counted per route.
+        .route_layer(axum::middleware::from_fn_with_state(guard, overload::guard))
         .route_layer(axum::middleware::from_fn(request_span::trace))
         .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
         .fallback(|| async { problem::Problem::not_found("no such route") })

@@ -47,39 +47,126 @@ fn describe() {
         "429 and 503 answers by reason"
     );
     describe_counter!("floodgate_joins_total", "queue joins");
-    describe_counter!("floodgate_offers_total", "offers made by the meter");
     describe_counter!(
-        "floodgate_admitted_total",
-        "claims that opened an admission session"
+        "floodgate_offers_total",
+        "offers made by the meter, per event (lapsed ones included)"
     );
-    describe_counter!("floodgate_offer_lapses_total", "offers not claimed in time");
+    describe_counter!(
+        "floodgate_claims_total",
+        "claims that opened an admission session (HTTP and WebSocket)"
+    );
+    describe_counter!(
+        "floodgate_offer_lapses_total",
+        "offers not claimed in time, per event"
+    );
     describe_gauge!("floodgate_live_sockets", "open waiting-room WebSockets");
     describe_histogram!(
         "floodgate_fanout_seconds",
-        "time to push one tick to every socket of an event"
+        "per tick and event: from the first waiting socket done with the tick to the last"
     );
     describe_counter!("floodgate_holds_total", "hold attempts by outcome");
     describe_counter!(
-        "floodgate_hold_conflicts_total",
-        "holds refused because a seat was taken"
+        "floodgate_payments_total",
+        "payment attempts by final outcome (succeeded, declined, voided, abandoned)"
     );
-    describe_counter!("floodgate_payments_total", "payment outcomes");
     describe_gauge!("floodgate_outbox_depth", "outbox rows not done");
     describe_gauge!(
         "floodgate_outbox_oldest_age_seconds",
         "age of the oldest outbox row not done"
     );
-    describe_histogram!("floodgate_paying_age_seconds", "time holds spent in paying");
+    describe_histogram!(
+        "floodgate_paying_age_seconds",
+        "time payment attempts spent open (the hold in paying), recorded when they resolve"
+    );
     describe_gauge!(
         "floodgate_sweeper_lag_seconds",
         "age of the oldest expired hold not yet swept"
     );
     describe_counter!(
         "floodgate_redis_epoch_changes_total",
-        "Redis losses detected"
+        "queue state losses recovered (a new epoch), per event"
     );
     describe_gauge!(
         "floodgate_db_pool_waiters",
-        "requests waiting for a database connection"
+        "requests waiting for a database connection (estimated: in-flight database requests beyond busy connections, once the pool is full)"
     );
+    describe_gauge!(
+        "floodgate_db_pool_connections",
+        "request pool connections by state (busy, idle)"
+    );
+    describe_gauge!(
+        "floodgate_db_pool_max_connections",
+        "request pool size limit"
+    );
+    describe_gauge!(
+        "floodgate_db_pool_acquire_seconds",
+        "how long taking a pool connection took at the last probe"
+    );
+    describe_gauge!(
+        "floodgate_paying_oldest_age_seconds",
+        "age of the oldest payment attempt still open (pending, ambiguous, authorized)"
+    );
+    describe_gauge!(
+        "floodgate_payment_attempts",
+        "payment attempts by current state"
+    );
+    describe_gauge!(
+        "floodgate_queue_waiting",
+        "buyers waiting in line, per event"
+    );
+    describe_gauge!(
+        "floodgate_active_sessions",
+        "admission sessions live, per event"
+    );
+    describe_gauge!(
+        "floodgate_queue_open",
+        "1 while the event's queue is open (not pre-queue, paused, sold out or closed)"
+    );
+    describe_gauge!(
+        "floodgate_admissions_per_minute",
+        "offers per minute measured over the last minute, per event"
+    );
+    describe_gauge!(
+        "floodgate_admission_rate_per_minute",
+        "configured rate_per_min, per event"
+    );
+    describe_gauge!(
+        "floodgate_admission_max_active",
+        "configured max_active, per event"
+    );
+    describe_gauge!(
+        "floodgate_inflight_requests",
+        "requests in flight per route group"
+    );
+    describe_gauge!(
+        "floodgate_inflight_limit",
+        "in-flight budget per route group (beyond it: 503 overloaded)"
+    );
+    register_zeroes();
+}
+
+/// Every refusal reason exists from the start at 0, so `rate()` and alerts see the series
+/// before the first refusal.
+fn register_zeroes() {
+    metrics::counter!("floodgate_rejections_total", "status" => "429", "reason" => "join_limit")
+        .increment(0);
+    for reason in [
+        "joins",
+        "sockets",
+        "reservations",
+        "organizer",
+        "reads",
+        "timeout",
+        "database",
+        "queue_backend",
+    ] {
+        metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => reason)
+            .increment(0);
+    }
+    metrics::counter!("floodgate_joins_total").increment(0);
+    metrics::counter!("floodgate_claims_total").increment(0);
+    metrics::gauge!("floodgate_live_sockets").increment(0.0);
+    for outcome in ["held", "conflict", "refused"] {
+        metrics::counter!("floodgate_holds_total", "outcome" => outcome).increment(0);
+    }
 }

@@ -163,6 +163,14 @@ pub const ROUTES: &[(&str, &str, &str, Auth, u16)] = &[
     ),
     ("get", "/metrics", "Prometheus metrics", Auth::None, 200),
     ("get", "/api/openapi.json", "This document", Auth::None, 200),
+    ("get", "/", "Waiting-room page (HTML)", Auth::None, 200),
+    (
+        "get",
+        "/admin",
+        "Organizer dashboard (HTML)",
+        Auth::None,
+        200,
+    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

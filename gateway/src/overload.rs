@@ -1,19 +1,96 @@
 //! Load shedding per route group: each group gets a bounded number of requests in flight, and
 //! the next one is answered 503 `overloaded` with `Retry-After` at once instead of queueing
 //! forever. Separate groups keep a join storm at opening from starving holds and checkouts.
+//!
+//! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503
+//! `overloaded` rather than hanging. The handler itself is not cancelled mid-write (it runs in
+//! its own task and keeps its permit until it ends), so a checkout that was slow to answer
+//! still records its idempotent answer and a retry replays it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use crate::problem::Problem;
+
+/// The route groups with their own in-flight budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// Joining the queue and polling its status: what a crowd does at opening.
+    Joins,
+    /// WebSocket upgrades (the budget covers the handshake, not the socket's life).
+    Sockets,
+    /// Claims, holds, extend, checkout, release, session, orders, payment webhooks: the money path.
+    Reservations,
+    /// The organizer API.
+    Organizer,
+    /// Event summaries, seat maps, fairness, pages, the OpenAPI document.
+    Reads,
+    /// Health, readiness and metrics: never shed, so operators see the overload.
+    Unlimited,
+}
+
+impl Group {
+    pub const LIMITED: [Group; 5] = [
+        Group::Joins,
+        Group::Sockets,
+        Group::Reservations,
+        Group::Organizer,
+        Group::Reads,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Joins => "joins",
+            Group::Sockets => "sockets",
+            Group::Reservations => "reservations",
+            Group::Organizer => "organizer",
+            Group::Reads => "reads",
+            Group::Unlimited => "unlimited",
+        }
+    }
+
+    /// The group of a matched route (axum's route template, e.g. `/api/holds/{hold}`).
+    pub fn of(route: &str) -> Group {
+        match route {
+            "/api/events/{event}/queue" | "/api/events/{event}/queue/status" => Group::Joins,
+            "/api/events/{event}/queue/ws" => Group::Sockets,
+            "/api/events/{event}/queue/claim"
+            | "/api/events/{event}/holds"
+            | "/api/session"
+            | "/api/orders/{order}"
+            | "/api/payments/webhook" => Group::Reservations,
+            "/healthz" | "/readyz" | "/metrics" => Group::Unlimited,
+            r if r.starts_with("/api/holds/") => Group::Reservations,
+            r if r.starts_with("/api/admin/") => Group::Organizer,
+            _ => Group::Reads,
+        }
+    }
+}
+
+/// In-flight budgets and deadlines, from the configuration.
+#[derive(Clone, Debug)]
+pub struct Budgets {
+    pub joins: usize,
+    pub sockets: usize,
+    pub reservations: usize,
+    pub organizer: usize,
+    pub reads: usize,
+    /// Deadline of every request but WebSocket upgrades and organizer calls.
+    pub request_timeout: Duration,
+    /// Organizer calls (bulk seat generation may take a while).
+    pub organizer_timeout: Duration,
+}
 
 #[derive(Clone)]
 pub struct Limit {
     name: &'static str,
+    size: usize,
     permits: Arc<Semaphore>,
 }
 
@@ -21,22 +98,125 @@ impl Limit {
     pub fn new(name: &'static str, in_flight: usize) -> Self {
         Self {
             name,
+            size: in_flight,
             permits: Arc::new(Semaphore::new(in_flight)),
+        }
+    }
+
+    /// Requests of this group in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.size.saturating_sub(self.permits.available_permits())
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+/// The limits of every group, shared by the whole router.
+#[derive(Clone)]
+pub struct Guard {
+    joins: Limit,
+    sockets: Limit,
+    reservations: Limit,
+    organizer: Limit,
+    reads: Limit,
+    request_timeout: Duration,
+    organizer_timeout: Duration,
+}
+
+impl Guard {
+    pub fn new(budgets: &Budgets) -> Self {
+        Self {
+            joins: Limit::new("joins", budgets.joins),
+            sockets: Limit::new("sockets", budgets.sockets),
+            reservations: Limit::new("reservations", budgets.reservations),
+            organizer: Limit::new("organizer", budgets.organizer),
+            reads: Limit::new("reads", budgets.reads),
+            request_timeout: budgets.request_timeout,
+            organizer_timeout: budgets.organizer_timeout,
+        }
+    }
+
+    pub fn limit(&self, group: Group) -> Option<&Limit> {
+        match group {
+            Group::Joins => Some(&self.joins),
+            Group::Sockets => Some(&self.sockets),
+            Group::Reservations => Some(&self.reservations),
+            Group::Organizer => Some(&self.organizer),
+            Group::Reads => Some(&self.reads),
+            Group::Unlimited => None,
+        }
+    }
+
+    fn timeout(&self, group: Group) -> Option<Duration> {
+        match group {
+            // A socket lives for minutes; its upgrade answers at once anyway.
+            Group::Sockets => None,
+            Group::Organizer => Some(self.organizer_timeout),
+            _ => Some(self.request_timeout),
         }
     }
 }
 
+/// The router's layer: classify by matched route, take a permit or shed, then run the handler
+/// under the group's deadline.
+pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let group = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(Group::Reads, |p| Group::of(p.as_str()));
+    let Some(limit) = guard.limit(group) else {
+        return next.run(request).await;
+    };
+    let Ok(permit) = limit.permits.clone().try_acquire_owned() else {
+        return shed_answer(limit.name);
+    };
+    let Some(deadline) = guard.timeout(group) else {
+        let response = next.run(request).await;
+        drop(permit);
+        return response;
+    };
+    // The handler runs to its end in its own task (holding the permit), whatever the client
+    // is told at the deadline: a half-done write is never abandoned.
+    let mut work = tokio::spawn(
+        async move {
+            let response = next.run(request).await;
+            drop(permit);
+            response
+        }
+        .in_current_span(),
+    );
+    match tokio::time::timeout(deadline, &mut work).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "request handler panicked");
+            Problem::internal().into_response()
+        }
+        Err(_) => {
+            metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "timeout")
+                .increment(1);
+            tracing::warn!(
+                group = group.name(),
+                "request past its deadline; answered 503"
+            );
+            Problem::overloaded("the request took too long; retry shortly").into_response()
+        }
+    }
+}
+
+fn shed_answer(name: &'static str) -> Response {
+    metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => name)
+        .increment(1);
+    Problem::overloaded(format!("too many {name} requests in flight; retry shortly"))
+        .into_response()
+}
+
+/// One group's limit as a layer of its own (no deadline).
 pub async fn shed(State(limit): State<Limit>, request: Request, next: Next) -> Response {
     match limit.permits.clone().try_acquire_owned() {
         Ok(_permit) => next.run(request).await,
-        Err(_) => {
-            metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => limit.name).increment(1);
-            Problem::overloaded(format!(
-                "too many {} requests in flight; retry shortly",
-                limit.name
-            ))
-            .into_response()
-        }
+        Err(_) => shed_answer(limit.name),
     }
 }
 
@@ -78,5 +258,78 @@ mod tests {
         assert!(second.headers().contains_key("retry-after"));
         gate.notify_one();
         assert_eq!(first.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+
+    fn budgets(timeout: Duration) -> Budgets {
+        Budgets {
+            joins: 1,
+            sockets: 1,
+            reservations: 1,
+            organizer: 1,
+            reads: 1,
+            request_timeout: timeout,
+            organizer_timeout: timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_request_hears_503_at_its_deadline_and_still_finishes() {
+        let finished = Arc::new(tokio::sync::Notify::new());
+        let done = finished.clone();
+        let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))));
+        let app = Router::new()
+            .route(
+                "/api/session",
+                get(move || {
+                    let done = done.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        done.notify_one();
+                    }
+                }),
+            )
+            .route_layer(axum::middleware::from_fn_with_state(
+                guard.clone(),
+                super::guard,
+            ));
+        let request = axum::http::Request::get("/api/session")
+            .body(Body::empty())
+            .unwrap();
+        let answer = app.oneshot(request).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(answer.headers()["retry-after"], "1");
+        // The handler was not cancelled: it ends, and only then gives its permit back.
+        finished.notified().await;
+        tokio::task::yield_now().await;
+        let limit = guard.limit(Group::Reservations).unwrap();
+        for _ in 0..100 {
+            if limit.in_flight() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(limit.in_flight(), 0);
+    }
+
+    #[test]
+    fn every_documented_route_has_its_group() {
+        use crate::openapi::ROUTES;
+        let group = |path: &str| Group::of(path);
+        for (_, path, ..) in ROUTES {
+            let expected = match *path {
+                "/api/events/{event}/queue" | "/api/events/{event}/queue/status" => Group::Joins,
+                "/api/events/{event}/queue/ws" => Group::Sockets,
+                "/healthz" | "/readyz" | "/metrics" => Group::Unlimited,
+                "/api/events/{event}"
+                | "/api/events/{event}/seats"
+                | "/api/events/{event}/fairness"
+                | "/api/openapi.json"
+                | "/"
+                | "/admin" => Group::Reads,
+                p if p.starts_with("/api/admin/") => Group::Organizer,
+                _ => Group::Reservations,
+            };
+            assert_eq!(group(path), expected, "{path}");
+        }
     }
 }

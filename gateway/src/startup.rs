@@ -63,6 +63,8 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         }),
         health: Default::default(),
         shutdown,
+        guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
+        fanouts: crate::fanout::FanOuts::default(),
     })
 }
 
@@ -97,6 +99,9 @@ pub async fn spawn_loops(
             }
         }
     });
+
+    let (sampled, stop) = (state.clone(), state.shutdown.clone());
+    tasks.spawn(async move { crate::ops_gauges::run(sampled, stop).await });
 
     // The payment loops get their own small pool, so a slow provider never starves requests.
     let worker_store = state

@@ -8,6 +8,8 @@ use reservation::Store;
 use reservation::payments::Provider;
 use tokio_util::sync::CancellationToken;
 
+use crate::fanout::FanOuts;
+use crate::overload::Guard;
 use crate::seat_cache::SeatCache;
 
 #[derive(Clone)]
@@ -25,6 +27,10 @@ pub struct AppState {
     pub health: Arc<crate::backpressure::CoreHealth>,
     /// Cancelled when the gateway begins a graceful shutdown: sockets say `reconnect`.
     pub shutdown: CancellationToken,
+    /// In-flight budgets and deadlines per route group.
+    pub guard: Arc<Guard>,
+    /// Per-event fan-out timing of the waiting-room sockets (for `/metrics`).
+    pub fanouts: FanOuts,
 }
 
 /// Settings resolved at start (secrets from the configuration or the database).

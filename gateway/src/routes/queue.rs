@@ -70,7 +70,7 @@ async fn claim(
     event_id(&id)?;
     let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let admitted = state.admission.claim(&claims).await?;
-    metrics::counter!("floodgate_admitted_total").increment(1);
+    metrics::counter!("floodgate_claims_total").increment(1);
     let expires_ms = crate::clock::ms(admitted.session_expires_at);
     Ok(axum::Json(json!({
         "admission_token": admitted.admission_token,

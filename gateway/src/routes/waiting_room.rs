@@ -99,6 +99,7 @@ impl Drop for LiveSocket {
 async fn serve(state: AppState, claims: QueueClaims, mut socket: WebSocket) {
     let _live = LiveSocket::open();
     let mut feed = state.admission.subscribe(&claims.event);
+    let fanout = state.fanouts.of(&claims.event);
     let mut told = Told::default();
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.reset();
@@ -127,6 +128,7 @@ async fn serve(state: AppState, claims: QueueClaims, mut socket: WebSocket) {
                 if !push(&state, &claims, &snapshot, &mut told, &mut socket).await {
                     return;
                 }
+                fanout.done(snapshot.at_ms);
             }
             _ = ping.tick() => {
                 if awaiting_pong {
@@ -271,7 +273,7 @@ async fn claim(
 ) -> bool {
     let message = match state.admission.claim(claims).await {
         Ok(admitted) => {
-            metrics::counter!("floodgate_admitted_total").increment(1);
+            metrics::counter!("floodgate_claims_total").increment(1);
             told.status = Some("admitted");
             let expires_ms = crate::clock::ms(admitted.session_expires_at);
             json!({

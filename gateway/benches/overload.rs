@@ -1,0 +1,512 @@
+//! Overload: does a join storm at opening starve holds and checkouts?
+//!
+//! 1. Measure what this machine serves in joins per second (closed loop, 64 connections).
+//! 2. Hold and checkout latency p99, unloaded (one buyer at a time).
+//! 3. The same under an open-loop join flood offered at 5× that rate (wrk2-style: each flood
+//!    connection sends on a fixed schedule whatever the answers), then the ratio loaded/unloaded
+//!    (target: within 2×) and how the flood was answered (201, 503 with `Retry-After`, other).
+//!
+//! Real backends: PostgreSQL (`DATABASE_URL`, a fresh database), Redis (`REDIS_URL`), the
+//! in-process payment simulator. The gateway runs on its own runtime in this process.
+//!
+//! `cargo bench -p gateway --bench overload` (`OVERLOAD_PROBES` buyers per phase, default 300).
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use gateway::config::{Config, Secret};
+use reservation::StoreOptions;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const ORGANIZER_KEY: &str = "bench-organizer-key";
+const CAPACITY_CONNECTIONS: usize = 64;
+const FLOOD_CONNECTIONS: usize = 512;
+const FLOOD_FACTOR: f64 = 5.0;
+
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let probes = setting("OVERLOAD_PROBES", 300);
+    // The gateway's own runtime, as in production (two workers: this machine has two cores).
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (addr, stop) = server.block_on(start_gateway());
+    client.block_on(run(addr, probes));
+    let _ = stop.send(());
+    drop(server);
+}
+
+async fn start_gateway() -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let store = reservation::testing::fresh_postgres_with(StoreOptions {
+        max_connections: 2,
+        ..StoreOptions::default()
+    })
+    .await;
+    let url = store.pool().connect_options().database_url.to_string();
+    store.close().await;
+    let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut config = Config::embedded(addr, url);
+    config.redis_url =
+        Some(std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()));
+    config.organizer_key = Some(Secret::new(ORGANIZER_KEY));
+    config.demo = Some(false);
+    // Every bench client is 127.0.0.1: the per-address join limit would stop the flood first.
+    config.join_limit_per_min = 0;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gateway::run(config, listener, async move {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    for _ in 0..500 {
+        if http
+            .get(format!("http://{addr}/readyz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return (addr, stop);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the gateway did not become ready");
+}
+
+struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+        key: Option<&str>,
+    ) -> (u16, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    async fn create_event(&self, seats: u32, admission: Value) -> String {
+        let event = format!("bench-{}", uuid::Uuid::now_v7().simple());
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                "/api/admin/events",
+                Some(ORGANIZER_KEY),
+                Some(json!({"event": event, "name": "Overload bench", "admission": admission})),
+                None,
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let generate =
+            json!({"generate": {"section": "A", "rows": 1, "per_row": seats, "price_cents": 2500}});
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/admin/events/{event}/seats"),
+                Some(ORGANIZER_KEY),
+                Some(generate),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        event
+    }
+
+    /// Join, wait for the offer, claim: an admission token.
+    async fn admit(&self, event: &str) -> String {
+        let (status, joined) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/queue"),
+                None,
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, 201, "{joined}");
+        let token = joined["queue_token"].as_str().unwrap().to_owned();
+        loop {
+            let (_, status) = self
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/api/events/{event}/queue/status"),
+                    Some(&token),
+                    None,
+                    None,
+                )
+                .await;
+            if status["status"] == "offered" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (status, claimed) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/queue/claim"),
+                Some(&token),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{claimed}");
+        claimed["admission_token"].as_str().unwrap().to_owned()
+    }
+}
+
+async fn run(addr: SocketAddr, probes: usize) {
+    let api = Arc::new(Api {
+        base: format!("http://{addr}"),
+        http: reqwest::Client::new(),
+    });
+    let seats = u32::try_from(2 * probes).unwrap();
+    let event = api
+        .create_event(
+            seats,
+            json!({"rate_per_min": 600000, "max_active": 100000, "offer_s": 600}),
+        )
+        .await;
+    // The flood joins an event that makes no offers: joins cost what they cost, no sessions.
+    let flood_event = api
+        .create_event(1, json!({"rate_per_min": 1, "max_active": 1}))
+        .await;
+    let (status, body) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/admin/events/{flood_event}/admission"),
+            Some(ORGANIZER_KEY),
+            Some(json!({"max_active": 0, "rate_per_min": 0})),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    eprintln!("admitting {} buyers…", 2 * probes);
+    let mut tokens = Vec::new();
+    for chunk in 0..(2 * probes).div_ceil(32) {
+        let batch = (0..32.min(2 * probes - chunk * 32)).map(|_| {
+            let api = api.clone();
+            let event = event.clone();
+            tokio::spawn(async move { api.admit(&event).await })
+        });
+        for task in batch.collect::<Vec<_>>() {
+            tokens.push(task.await.unwrap());
+        }
+    }
+    let (unloaded_buyers, loaded_buyers) = tokens.split_at(probes);
+
+    let join_request = format!(
+        "POST /api/events/{flood_event}/queue HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n\r\n"
+    );
+    let capacity = join_capacity(addr, &join_request).await;
+    println!(
+        "join capacity (closed loop, {CAPACITY_CONNECTIONS} connections): {capacity:.0} joins/s"
+    );
+
+    let unloaded = probe(&api, &event, unloaded_buyers, 0).await;
+
+    let offered = capacity * FLOOD_FACTOR;
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let flood_started = Instant::now();
+    let flood: Vec<_> = (0..FLOOD_CONNECTIONS)
+        .map(|i| {
+            tokio::spawn(flood_connection(
+                addr,
+                join_request.clone(),
+                offered / FLOOD_CONNECTIONS as f64,
+                i,
+                stop.clone(),
+                tally.clone(),
+            ))
+        })
+        .collect();
+    // Let the flood reach its rate before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let loaded = probe(&api, &event, loaded_buyers, probes).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in flood {
+        let _ = task.await;
+    }
+    let flood_s = flood_started.elapsed().as_secs_f64();
+
+    let sent = tally.sent.load(Ordering::Relaxed);
+    println!();
+    println!(
+        "flood offered: {offered:.0} joins/s target (5 × capacity), {:.0} joins/s sent over {flood_s:.1} s",
+        sent as f64 / flood_s
+    );
+    println!(
+        "flood answers: {} × 201, {} × 503 overloaded with Retry-After, {} × 503 without, {} other, {} connection errors",
+        tally.ok.load(Ordering::Relaxed),
+        tally.shed_with_retry.load(Ordering::Relaxed),
+        tally.shed_without_retry.load(Ordering::Relaxed),
+        tally.other.load(Ordering::Relaxed),
+        tally.errors.load(Ordering::Relaxed),
+    );
+    println!();
+    println!("| latency (ms) | unloaded p50 | unloaded p99 | flood p50 | flood p99 | p99 ratio |");
+    println!("|---|---|---|---|---|---|");
+    for (name, quiet, busy) in [
+        ("hold", &unloaded.holds, &loaded.holds),
+        ("checkout", &unloaded.checkouts, &loaded.checkouts),
+    ] {
+        let ratio = pct(busy, 0.99) / pct(quiet, 0.99);
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {ratio:.2}× {} |",
+            pct(quiet, 0.50),
+            pct(quiet, 0.99),
+            pct(busy, 0.50),
+            pct(busy, 0.99),
+            if ratio <= 2.0 {
+                "(within 2×)"
+            } else {
+                "(OVER 2×)"
+            }
+        );
+    }
+    println!(
+        "refused during the probes: unloaded {} holds/checkouts, flood {}",
+        unloaded.refused, loaded.refused
+    );
+}
+
+/// Hold and checkout latencies (ms) of one buyer at a time.
+struct Probes {
+    holds: Vec<f64>,
+    checkouts: Vec<f64>,
+    refused: usize,
+}
+
+async fn probe(api: &Api, event: &str, buyers: &[String], first_seat: usize) -> Probes {
+    let mut out = Probes {
+        holds: Vec::new(),
+        checkouts: Vec::new(),
+        refused: 0,
+    };
+    for (i, token) in buyers.iter().enumerate() {
+        let seat = format!("A-A-{}", first_seat + i + 1);
+        let t = Instant::now();
+        let (status, held) = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/holds"),
+                Some(token),
+                Some(json!({"seats": [seat]})),
+                None,
+            )
+            .await;
+        out.holds.push(t.elapsed().as_secs_f64() * 1000.0);
+        if status != 201 {
+            out.refused += 1;
+            eprintln!("hold refused: {status} {held}");
+            continue;
+        }
+        let hold = held["hold_id"].as_str().unwrap().to_owned();
+        let t = Instant::now();
+        let (status, paid) = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/holds/{hold}/checkout"),
+                Some(token),
+                Some(json!({"payment_method": "pm_card_visa"})),
+                Some(&format!("bench-{hold}")),
+            )
+            .await;
+        out.checkouts.push(t.elapsed().as_secs_f64() * 1000.0);
+        if status != 202 {
+            out.refused += 1;
+            eprintln!("checkout refused: {status} {paid}");
+        }
+    }
+    out
+}
+
+fn pct(samples: &[f64], q: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: AtomicU64,
+    ok: AtomicU64,
+    shed_with_retry: AtomicU64,
+    shed_without_retry: AtomicU64,
+    other: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// One HTTP/1.1 keep-alive connection speaking raw bytes (the flood must cost the client less
+/// than the server). Returns the status and whether `Retry-After` was present.
+struct Raw {
+    addr: SocketAddr,
+    stream: Option<TcpStream>,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            stream: None,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    async fn send(&mut self, request: &[u8]) -> std::io::Result<(u16, bool)> {
+        if self.stream.is_none() {
+            let stream = TcpStream::connect(self.addr).await?;
+            stream.set_nodelay(true)?;
+            self.stream = Some(stream);
+        }
+        let result = self.exchange(request).await;
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+
+    async fn exchange(&mut self, request: &[u8]) -> std::io::Result<(u16, bool)> {
+        let stream = self.stream.as_mut().unwrap();
+        stream.write_all(request).await?;
+        self.buf.clear();
+        let head_end = loop {
+            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+                break end + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&self.buf[..head_end]).to_ascii_lowercase();
+        let status: u16 = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let retry = head.contains("\r\nretry-after:");
+        let mut have = self.buf.len() - head_end;
+        while have < length {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            have += n;
+        }
+        Ok((status, retry))
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Joins per second this machine serves: closed loop, no shedding (connections = budget).
+async fn join_capacity(addr: SocketAddr, request: &str) -> f64 {
+    let served = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = Duration::from_secs(4);
+    let tasks: Vec<_> = (0..CAPACITY_CONNECTIONS)
+        .map(|_| {
+            let (served, stop, request) = (served.clone(), stop.clone(), request.to_owned());
+            tokio::spawn(async move {
+                let mut raw = Raw::new(addr);
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok((201, _)) = raw.send(request.as_bytes()).await {
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    // The first second warms up; the rest is measured.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = served.load(Ordering::Relaxed);
+    let t = Instant::now();
+    tokio::time::sleep(run - Duration::from_secs(1)).await;
+    let rate = (served.load(Ordering::Relaxed) - before) as f64 / t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        let _ = task.await;
+    }
+    rate
+}
+
+/// One flood connection sending at `rate` per second on a fixed schedule (open loop: a slow
+/// answer makes the next ones late, never fewer; the schedule is never re-based).
+async fn flood_connection(
+    addr: SocketAddr,
+    request: String,
+    rate: f64,
+    index: usize,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+) {
+    let gap = Duration::from_secs_f64(1.0 / rate.max(0.001));
+    // Spread the connections' phases over one gap.
+    let mut next =
+        tokio::time::Instant::now() + gap.mul_f64(index as f64 / FLOOD_CONNECTIONS as f64);
+    let mut raw = Raw::new(addr);
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep_until(next).await;
+        next += gap;
+        tally.sent.fetch_add(1, Ordering::Relaxed);
+        match raw.send(request.as_bytes()).await {
+            Ok((201, _)) => tally.ok.fetch_add(1, Ordering::Relaxed),
+            Ok((503, true)) => tally.shed_with_retry.fetch_add(1, Ordering::Relaxed),
+            Ok((503, false)) => tally.shed_without_retry.fetch_add(1, Ordering::Relaxed),
+            Ok(_) => tally.other.fetch_add(1, Ordering::Relaxed),
+            Err(_) => tally.errors.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+}

@@ -1,0 +1,294 @@
+//! The figures `/metrics` samples once a second rather than counts where they happen: queue
+//! state per live event (offers, lapses, admissions per minute against the configured rate,
+//! Redis epoch changes), the outbox, the sweeper, payment outcomes and time spent paying,
+//! the database pool and the in-flight budgets.
+//!
+//! Database-derived figures are the same on every instance (they read shared rows): aggregate
+//! them with `max`, not `sum`. The few queries are read-only, indexed and tiny.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use reservation::Dialect;
+use sqlx::Row;
+
+use crate::overload::Group;
+use crate::state::AppState;
+
+const EVERY: Duration = Duration::from_secs(1);
+/// Attempts resolved this long before the watermark are looked at again (commit order is not
+/// `updated_at` order); the ids seen keep each one from being recorded twice.
+const OVERLAP_MS: i64 = 5_000;
+
+/// (PostgreSQL, SQLite): times are timestamptz on one and integer ms on the other.
+struct Sql(&'static str, &'static str);
+
+impl Sql {
+    fn get(&self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Postgres => self.0,
+            Dialect::Sqlite => self.1,
+        }
+    }
+}
+
+const LIVE_EVENTS: Sql = Sql(
+    "select event_id, cast(rate_per_min as bigint), cast(max_active as bigint) \
+     from admission_controls where closed = false",
+    "select event_id, rate_per_min, max_active from admission_controls where closed = 0",
+);
+const OUTBOX: Sql = Sql(
+    "select count(*), coalesce(fg_ms(clock_timestamp()) - fg_ms(min(created_at)), 0) \
+     from outbox where done_at is null",
+    "select count(*), coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(created_at), 0) \
+     from outbox where done_at is null",
+);
+const SWEEPER_LAG: Sql = Sql(
+    "select coalesce(fg_ms(clock_timestamp()) - fg_ms(min(hold_expires_at)), 0) from seats \
+     where state = 'held' and hold_expires_at <= clock_timestamp()",
+    "select coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(hold_expires_at), 0) \
+     from seats where state = 'held' and hold_expires_at <= cast(unixepoch('subsec') * 1000 as integer)",
+);
+const ATTEMPTS_BY_STATE: Sql = Sql(
+    "select state, count(*) from payment_attempts group by state",
+    "select state, count(*) from payment_attempts group by state",
+);
+const OLDEST_PAYING: Sql = Sql(
+    "select coalesce(fg_ms(clock_timestamp()) - fg_ms(min(created_at)), 0) from payment_attempts \
+     where state in ('pending', 'ambiguous', 'authorized')",
+    "select coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(created_at), 0) \
+     from payment_attempts where state in ('pending', 'ambiguous', 'authorized')",
+);
+const RESOLVED_SINCE: Sql = Sql(
+    "select attempt_id, fg_ms(created_at), fg_ms(updated_at) from payment_attempts \
+     where state not in ('pending', 'ambiguous', 'authorized') and updated_at > fg_ts($1)",
+    "select attempt_id, created_at, updated_at from payment_attempts \
+     where state not in ('pending', 'ambiguous', 'authorized') and updated_at > $1",
+);
+const NOW_MS: Sql = Sql(
+    "select fg_ms(clock_timestamp())",
+    "select cast(unixepoch('subsec') * 1000 as integer)",
+);
+
+/// What a payment attempt's final state counts as.
+fn outcome(state: &str) -> Option<&'static str> {
+    match state {
+        "confirmed" | "captured" | "refunded" => Some("succeeded"),
+        "declined" => Some("declined"),
+        "voided" => Some("voided"),
+        "abandoned" => Some("abandoned"),
+        _ => None,
+    }
+}
+
+/// State carried from one sample to the next.
+#[derive(Default)]
+pub struct Sampler {
+    epochs: HashMap<String, String>,
+    /// `updated_at` (ms) of the newest resolved attempt recorded; `None` before the first look.
+    watermark_ms: Option<i64>,
+    recorded: HashMap<String, i64>,
+}
+
+impl Sampler {
+    /// One sample of everything; failures are logged and the next second tries again.
+    pub async fn sample(&mut self, state: &AppState) {
+        self.queues(state).await;
+        if let Err(error) = self.database(state).await {
+            tracing::debug!(%error, "metrics sample of the database failed");
+        }
+        pool(state).await;
+        for group in Group::LIMITED {
+            if let Some(limit) = state.guard.limit(group) {
+                metrics::gauge!("floodgate_inflight_requests", "group" => group.name())
+                    .set(limit.in_flight() as f64);
+                metrics::gauge!("floodgate_inflight_limit", "group" => group.name())
+                    .set(limit.size() as f64);
+            }
+        }
+    }
+
+    async fn queues(&mut self, state: &AppState) {
+        let pool = state.store.pool();
+        let rows = match sqlx::query(LIVE_EVENTS.get(state.store.dialect()))
+            .fetch_all(pool)
+            .await
+        {
+            Ok(rows) => rows,
+            Err(error) => {
+                tracing::debug!(%error, "metrics: listing live events failed");
+                return;
+            }
+        };
+        for row in rows {
+            let (Ok(event), Ok(rate), Ok(max_active)) = (
+                row.try_get::<String, _>(0),
+                row.try_get::<i64, _>(1),
+                row.try_get::<i64, _>(2),
+            ) else {
+                continue;
+            };
+            // Subscribing registers the event with this instance's meter, as a buyer would.
+            let snapshot = state.admission.subscribe(&event).borrow().clone();
+            if snapshot.at_ms == 0 {
+                continue; // not ticked here yet
+            }
+            metrics::counter!("floodgate_offers_total", "event" => event.clone())
+                .absolute(snapshot.served);
+            metrics::counter!("floodgate_offer_lapses_total", "event" => event.clone())
+                .absolute(snapshot.lapsed_total);
+            metrics::gauge!("floodgate_queue_waiting", "event" => event.clone())
+                .set(snapshot.waiting as f64);
+            metrics::gauge!("floodgate_active_sessions", "event" => event.clone())
+                .set(snapshot.active as f64);
+            let open = snapshot.state == admission::EventState::Open;
+            metrics::gauge!("floodgate_queue_open", "event" => event.clone()).set(if open {
+                1.0
+            } else {
+                0.0
+            });
+            metrics::gauge!("floodgate_admissions_per_minute", "event" => event.clone())
+                .set(snapshot.outflow_per_min.unwrap_or(0.0));
+            metrics::gauge!("floodgate_admission_rate_per_minute", "event" => event.clone())
+                .set(rate as f64);
+            metrics::gauge!("floodgate_admission_max_active", "event" => event.clone())
+                .set(max_active as f64);
+            // A new epoch means the queue state was lost and rebuilt from the checkpoint.
+            if !snapshot.epoch.is_empty() {
+                let previous = self.epochs.insert(event.clone(), snapshot.epoch.clone());
+                let counter = metrics::counter!("floodgate_redis_epoch_changes_total", "event" => event.clone());
+                match previous {
+                    Some(old) if old != snapshot.epoch => counter.increment(1),
+                    _ => counter.increment(0),
+                }
+            }
+        }
+    }
+
+    async fn database(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
+        let pool = state.store.pool();
+        let dialect = state.store.dialect();
+        let row = sqlx::query(OUTBOX.get(dialect)).fetch_one(pool).await?;
+        metrics::gauge!("floodgate_outbox_depth").set(row.try_get::<i64, _>(0)? as f64);
+        metrics::gauge!("floodgate_outbox_oldest_age_seconds")
+            .set(row.try_get::<i64, _>(1)?.max(0) as f64 / 1000.0);
+
+        let lag: i64 = sqlx::query(SWEEPER_LAG.get(dialect))
+            .fetch_one(pool)
+            .await?
+            .try_get(0)?;
+        metrics::gauge!("floodgate_sweeper_lag_seconds").set(lag.max(0) as f64 / 1000.0);
+
+        let mut outcomes: HashMap<&'static str, u64> = HashMap::new();
+        for row in sqlx::query(ATTEMPTS_BY_STATE.get(dialect))
+            .fetch_all(pool)
+            .await?
+        {
+            let state: String = row.try_get(0)?;
+            let n: i64 = row.try_get(1)?;
+            metrics::gauge!("floodgate_payment_attempts", "state" => state.clone()).set(n as f64);
+            if let Some(outcome) = outcome(&state) {
+                *outcomes.entry(outcome).or_default() += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        for outcome in ["succeeded", "declined", "voided", "abandoned"] {
+            metrics::counter!("floodgate_payments_total", "outcome" => outcome)
+                .absolute(outcomes.get(outcome).copied().unwrap_or(0));
+        }
+
+        let oldest: i64 = sqlx::query(OLDEST_PAYING.get(dialect))
+            .fetch_one(pool)
+            .await?
+            .try_get(0)?;
+        metrics::gauge!("floodgate_paying_oldest_age_seconds").set(oldest.max(0) as f64 / 1000.0);
+        self.paying_ages(state).await
+    }
+
+    /// Records, once each, how long attempts resolved since the last look spent paying.
+    async fn paying_ages(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
+        let pool = state.store.pool();
+        let dialect = state.store.dialect();
+        let histogram = metrics::histogram!("floodgate_paying_age_seconds");
+        let Some(watermark) = self.watermark_ms else {
+            // Start from now: history before this process is not replayed.
+            let now: i64 = sqlx::query(NOW_MS.get(dialect))
+                .fetch_one(pool)
+                .await?
+                .try_get(0)?;
+            self.watermark_ms = Some(now);
+            return Ok(());
+        };
+        let mut newest = watermark;
+        for row in sqlx::query(RESOLVED_SINCE.get(dialect))
+            .bind(watermark - OVERLAP_MS)
+            .fetch_all(pool)
+            .await?
+        {
+            let id: String = row.try_get(0)?;
+            let created: i64 = row.try_get(1)?;
+            let updated: i64 = row.try_get(2)?;
+            newest = newest.max(updated);
+            if self.recorded.insert(id, updated).is_none() {
+                histogram.record((updated - created).max(0) as f64 / 1000.0);
+            }
+        }
+        self.watermark_ms = Some(newest);
+        self.recorded.retain(|_, at| *at > newest - 2 * OVERLAP_MS);
+        Ok(())
+    }
+}
+
+/// The request pool: connections busy and idle, a probe of how long taking one takes now, and
+/// an estimate of requests waiting for one (sqlx does not count its waiters): requests in
+/// flight in the database-backed groups beyond the busy connections, once the pool is full.
+async fn pool(state: &AppState) {
+    let pool = state.store.pool();
+    let max = pool.options().get_max_connections();
+    let size = pool.size();
+    let idle = u32::try_from(pool.num_idle()).unwrap_or(u32::MAX);
+    let busy = size.saturating_sub(idle);
+    metrics::gauge!("floodgate_db_pool_connections", "state" => "busy").set(f64::from(busy));
+    metrics::gauge!("floodgate_db_pool_connections", "state" => "idle").set(f64::from(idle));
+    metrics::gauge!("floodgate_db_pool_max_connections").set(f64::from(max));
+    let in_flight: usize = [Group::Reservations, Group::Organizer, Group::Reads]
+        .into_iter()
+        .filter_map(|g| state.guard.limit(g).map(|l| l.in_flight()))
+        .sum();
+    let waiters = if busy >= max {
+        in_flight.saturating_sub(busy as usize)
+    } else {
+        0
+    };
+    metrics::gauge!("floodgate_db_pool_waiters").set(waiters as f64);
+    let started = Instant::now();
+    if let Ok(Ok(connection)) = tokio::time::timeout(EVERY, pool.acquire()).await {
+        drop(connection);
+    }
+    metrics::gauge!("floodgate_db_pool_acquire_seconds").set(started.elapsed().as_secs_f64());
+}
+
+/// Samples every second until `stop`.
+pub async fn run(state: AppState, stop: tokio_util::sync::CancellationToken) {
+    let mut sampler = Sampler::default();
+    let mut every = tokio::time::interval(EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => sampler.sample(&state).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_states_count_as_outcomes_and_open_ones_do_not() {
+        assert_eq!(outcome("captured"), Some("succeeded"));
+        assert_eq!(outcome("declined"), Some("declined"));
+        assert_eq!(outcome("authorized"), None);
+        assert_eq!(outcome("pending"), None);
+    }
+}

@@ -1,0 +1,209 @@
+//! Overload: a join flood far beyond the join group's in-flight budget is shed with 503
+//! `overloaded` + `Retry-After` (never a hang), while holds and checkouts made during the flood
+//! all go through; after the flood, joins work again. The join limit per client address
+//! believes `X-Forwarded-For` only from a trusted proxy.
+//!
+//! Latency under the flood is measured in `benches/overload.rs`, not asserted here.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use support::http::Answer;
+use support::{Backends, spawn_app_with};
+
+/// The join group's budget in this test: a handful, so 64 flooding clients overflow it.
+const JOIN_BUDGET: usize = 2;
+const FLOODERS: usize = 64;
+const BUYERS: u32 = 12;
+
+/// What the flood saw, counted by the flooders.
+#[derive(Default)]
+struct Flood {
+    joined: AtomicU64,
+    shed: AtomicU64,
+    other: std::sync::Mutex<Vec<String>>,
+}
+
+async fn flood_until(
+    client: reqwest::Client,
+    url: String,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Flood>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let answer = match client.post(&url).send().await {
+            Ok(response) => Answer::from(response).await,
+            Err(error) => {
+                seen.other
+                    .lock()
+                    .unwrap()
+                    .push(format!("no answer: {error}"));
+                continue;
+            }
+        };
+        match answer.status {
+            201 => {
+                seen.joined.fetch_add(1, Ordering::Relaxed);
+            }
+            503 => {
+                check_shed(&answer);
+                seen.shed.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => seen.other.lock().unwrap().push(format!("{answer:?}")),
+        }
+    }
+}
+
+/// Every shed request is a 503 `overloaded` problem with `Retry-After`.
+fn check_shed(answer: &Answer) {
+    answer.expect_problem(503, "overloaded");
+    let retry: u64 = answer
+        .retry_after
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a shed request has a numeric Retry-After: {answer:?}"));
+    assert!(retry >= 1, "{answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
+    let app = spawn_app_with(Backends::Postgres, |config| {
+        config.max_inflight_joins = JOIN_BUDGET;
+    })
+    .await;
+    let event = app
+        .create_event(
+            BUYERS * 2,
+            json!({"rate_per_min": 60000, "max_active": 1000, "offer_s": 120}),
+        )
+        .await;
+    // The buyers who will hold and pay during the flood are admitted before it.
+    let mut buyers = Vec::new();
+    for _ in 0..BUYERS {
+        buyers.push(app.admit(&event).await);
+    }
+
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let url = app.url(&format!("/api/events/{event}/queue"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Flood::default());
+    let flooders: Vec<_> = (0..FLOODERS)
+        .map(|_| {
+            tokio::spawn(flood_until(
+                client.clone(),
+                url.clone(),
+                stop.clone(),
+                seen.clone(),
+            ))
+        })
+        .collect();
+    // Holds and checkouts start only once the flood is being shed.
+    let started = tokio::time::Instant::now();
+    while seen.shed.load(Ordering::Relaxed) < 20 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{FLOODERS} flooding clients never overflowed a join budget of {JOIN_BUDGET}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shed_before = seen.shed.load(Ordering::Relaxed);
+    let mut holds = Vec::new();
+    for (i, buyer) in buyers.iter().enumerate() {
+        let seat = support::buyer::seat(i as u32 + 1);
+        let held = app.hold(buyer, &[seat]).await.expect(201);
+        let hold = held.str("hold_id");
+        app.checkout(buyer, &hold, "pm_card_visa", &format!("pay-{i}"))
+            .await
+            .expect(202);
+        holds.push(hold);
+    }
+    let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
+    stop.store(true, Ordering::Relaxed);
+    for flooder in flooders {
+        flooder.await.unwrap();
+    }
+    let other = seen.other.lock().unwrap().clone();
+    assert!(
+        other.is_empty(),
+        "a flooded join got neither 201 nor 503 overloaded: {other:?}"
+    );
+    assert!(
+        shed_during > 0,
+        "the flood was still being shed while the buyers held and paid"
+    );
+    eprintln!(
+        "flood: {} joined, {} shed ({} while holding and paying)",
+        seen.joined.load(Ordering::Relaxed),
+        seen.shed.load(Ordering::Relaxed),
+        shed_during
+    );
+
+    // The money path finished: every checkout's payment goes through.
+    for (buyer, hold) in buyers.iter().zip(&holds) {
+        app.wait_confirmed(buyer, hold).await;
+    }
+    // After the flood, a join is served again.
+    app.join_queue_raw(&event).await.expect(201);
+    // And the refusals were counted by reason.
+    let metrics = app.get("/metrics").await.text;
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("floodgate_rejections_total")
+                && l.contains("reason=\"joins\"")
+                && l.contains("status=\"503\"")
+        })
+        .unwrap_or_else(|| panic!("no shed joins counted in /metrics"));
+    let counted: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(counted >= 1.0, "{line}");
+}
+
+#[tokio::test]
+async fn x_forwarded_for_is_believed_only_from_a_trusted_proxy() {
+    // The gateway trusts 127.0.0.1, where the test connects from.
+    let trusting = spawn_app_with(Backends::Embedded, |config| {
+        config.join_limit_per_min = 2;
+        config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+    })
+    .await;
+    let event = trusting.create_event(5, json!({})).await;
+    let join = |via: &'static str| {
+        let request = trusting
+            .request(Method::POST, &format!("/api/events/{event}/queue"))
+            .header("x-forwarded-for", via);
+        trusting.send(request)
+    };
+    // The client wrote the left-most entry; the proxy appended the real address.
+    join("6.6.6.6, 198.51.100.1").await.expect(201);
+    join("7.7.7.7, 198.51.100.1").await.expect(201);
+    let third = join("8.8.8.8, 198.51.100.1").await;
+    third.expect_problem(429, "rate_limited");
+    assert!(third.retry_after.is_some(), "{third:?}");
+    // Another client behind the same proxy has a limit of its own.
+    join("198.51.100.2").await.expect(201);
+
+    // Without trust, the header is ignored: every join counts against the connection's address.
+    let wary = spawn_app_with(Backends::Embedded, |config| {
+        config.join_limit_per_min = 2;
+    })
+    .await;
+    let event = wary.create_event(5, json!({})).await;
+    let mut statuses = Vec::new();
+    for i in 0..3 {
+        let request = wary
+            .request(Method::POST, &format!("/api/events/{event}/queue"))
+            .header("x-forwarded-for", format!("198.51.100.{i}"));
+        statuses.push(wary.send(request).await.status);
+    }
+    assert_eq!(statuses, [201, 201, 429]);
+}
