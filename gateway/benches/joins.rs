@@ -74,9 +74,11 @@ async fn coordinate() {
         "joins: {WORKERS} load processes × {CONNECTIONS_PER_WORKER} keep-alive connections, \
          {ROUNDS} rounds of {MEASURE:?} (after {WARMUP:?} warm-up) per target"
     );
-    let memory = GatewayProcess::start("joins-memory", &Backends::embedded("joins-memory"), 60).await;
+    let memory =
+        GatewayProcess::start("joins-memory", &Backends::embedded("joins-memory"), 60).await;
     let postgres = FreshPostgres::create().await;
-    let redis = GatewayProcess::start("joins-redis", &Backends::postgres_redis(&postgres), 60).await;
+    let redis =
+        GatewayProcess::start("joins-redis", &Backends::postgres_redis(&postgres), 60).await;
     let memory_event = Organizer::new(&memory.base())
         .create_open_event("joins", json!({}))
         .await;
@@ -172,7 +174,9 @@ async fn drive(target: &Target, next_worker: &mut u32) -> Round {
     let mut p50 = Vec::new();
     let mut p99 = Vec::new();
     for w in &mut workers {
-        let line = w.expect("done", WARMUP + MEASURE + Duration::from_secs(30)).await;
+        let line = w
+            .expect("done", WARMUP + MEASURE + Duration::from_secs(30))
+            .await;
         let n: Vec<u64> = line.split(' ').filter_map(|n| n.parse().ok()).collect();
         assert_eq!(n.len(), 5, "a load worker said done {line}");
         ok += n[0];
@@ -220,7 +224,9 @@ fn report(targets: &[Target], rounds: &[Vec<Round>]) {
             errors
         );
     }
-    println!("(median of {ROUNDS} rounds; non-201 and errors summed over them; latency per request)");
+    println!(
+        "(median of {ROUNDS} rounds; non-201 and errors summed over them; latency per request)"
+    );
     println!(
         "memory: {:.2}× bare (target ≥ 0.5): {}; {:.0} joins/s (target ≥ 10,000): {}",
         per_s[1] / bare,
@@ -272,9 +278,8 @@ async fn load() {
         .map(|(c, stream)| {
             let path = path.clone();
             // Connection `c` forwards addresses c, c + connections, c + 2·connections, …
-            let addresses = (0u32..).map(move |n| {
-                Ipv4Addr::from(first_address + c as u32 + n * connections as u32)
-            });
+            let addresses = (0u32..)
+                .map(move |n| Ipv4Addr::from(first_address + c as u32 + n * connections as u32));
             tokio::spawn(hammer(stream, target, path, addresses, window))
         })
         .collect();

@@ -119,8 +119,8 @@ impl Fleet {
             Fleet::Gateways { event, .. } => event.as_str(),
         };
         let ws = format!("/api/events/{event}/queue/ws");
-        let join = matches!(self, Fleet::Gateways { .. })
-            .then(|| format!("/api/events/{event}/queue"));
+        let join =
+            matches!(self, Fleet::Gateways { .. }).then(|| format!("/api/events/{event}/queue"));
         (ws, join)
     }
 
@@ -513,9 +513,10 @@ async fn join(target: SocketAddr, path: &str, count: usize, source: Ipv4Addr) ->
     let octet = source.octets()[3];
     futures::stream::iter(0..count)
         .map(|i| {
-            let request = client
-                .post(&url)
-                .header("x-forwarded-for", format!("10.{octet}.{}.{}", i / 256, i % 256));
+            let request = client.post(&url).header(
+                "x-forwarded-for",
+                format!("10.{octet}.{}.{}", i / 256, i % 256),
+            );
             async move {
                 let response = request.send().await.expect("join over HTTP");
                 let status = response.status();
@@ -548,9 +549,15 @@ async fn open(from: Ipv4Addr, target: SocketAddr, url: &str) -> Result<(Socket, 
     Err(last_error)
 }
 
-async fn try_open(from: Ipv4Addr, target: SocketAddr, url: &str) -> Result<(Socket, String), String> {
+async fn try_open(
+    from: Ipv4Addr,
+    target: SocketAddr,
+    url: &str,
+) -> Result<(Socket, String), String> {
     let socket = TcpSocket::new_v4().map_err(|e| format!("socket: {e}"))?;
-    socket.set_reuseaddr(true).map_err(|e| format!("reuseaddr: {e}"))?;
+    socket
+        .set_reuseaddr(true)
+        .map_err(|e| format!("reuseaddr: {e}"))?;
     socket
         .bind(SocketAddr::from((from, 0)))
         .map_err(|e| format!("bind {from}: {e}"))?;

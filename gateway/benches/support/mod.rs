@@ -90,7 +90,10 @@ impl GatewayProcess {
             .env("FLOODGATE_ORGANIZER_KEY", ORGANIZER_KEY)
             .env("FLOODGATE_TOKEN_SECRET", TOKEN_SECRET)
             .env("FLOODGATE_WEBHOOK_SECRET", "whsec_bench")
-            .env("FLOODGATE_JOIN_LIMIT_PER_MIN", join_limit_per_min.to_string())
+            .env(
+                "FLOODGATE_JOIN_LIMIT_PER_MIN",
+                join_limit_per_min.to_string(),
+            )
             .env("FLOODGATE_TRUSTED_PROXIES", "127.0.0.0/8")
             .env("FLOODGATE_DEMO", "false")
             // The production default filter, whatever the shell running the bench has set.

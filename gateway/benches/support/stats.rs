@@ -12,7 +12,10 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
 }
 
 pub fn ms(d: Option<Duration>) -> String {
-    d.map_or_else(|| "-".to_owned(), |d| format!("{:.0}", d.as_secs_f64() * 1e3))
+    d.map_or_else(
+        || "-".to_owned(),
+        |d| format!("{:.0}", d.as_secs_f64() * 1e3),
+    )
 }
 
 pub fn kib(bytes: f64) -> String {
