@@ -11,6 +11,7 @@
 //! client over many connections (wrk-like: one request in flight per connection, no
 //! pipelining). Targets take turns over a few rounds; the median round is reported.
 //! Run with `cargo bench -p gateway --bench joins`; needs PostgreSQL and Redis.
+//! `FLOODGATE_BENCH_QUICK=1` runs the same steps in one short round.
 
 mod support;
 
@@ -33,6 +34,22 @@ const CONNECTIONS_PER_WORKER: usize = 32;
 const ROUNDS: usize = 3;
 const WARMUP: Duration = Duration::from_secs(1);
 const MEASURE: Duration = Duration::from_secs(6);
+/// `FLOODGATE_BENCH_QUICK=1`: a smoke run of the same steps, one short round.
+fn quick() -> bool {
+    std::env::var_os("FLOODGATE_BENCH_QUICK").is_some()
+}
+
+fn rounds() -> usize {
+    if quick() { 1 } else { ROUNDS }
+}
+
+fn measure_for() -> Duration {
+    if quick() {
+        Duration::from_secs(1)
+    } else {
+        MEASURE
+    }
+}
 
 fn main() {
     let role = worker::role();
@@ -72,7 +89,9 @@ struct Round {
 async fn coordinate() {
     println!(
         "joins: {WORKERS} load processes × {CONNECTIONS_PER_WORKER} keep-alive connections, \
-         {ROUNDS} rounds of {MEASURE:?} (after {WARMUP:?} warm-up) per target"
+         {} rounds of {:?} (after {WARMUP:?} warm-up) per target",
+        rounds(),
+        measure_for()
     );
     let memory =
         GatewayProcess::start("joins-memory", &Backends::embedded("joins-memory"), 60).await;
@@ -122,7 +141,7 @@ async fn coordinate() {
     ];
     let mut rounds: Vec<Vec<Round>> = targets.iter().map(|_| Vec::new()).collect();
     let mut next_worker = 0u32;
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         for (t, target) in targets.iter().enumerate() {
             let r = drive(target, &mut next_worker).await;
             println!(
@@ -175,7 +194,7 @@ async fn drive(target: &Target, next_worker: &mut u32) -> Round {
     let mut p99 = Vec::new();
     for w in &mut workers {
         let line = w
-            .expect("done", WARMUP + MEASURE + Duration::from_secs(30))
+            .expect("done", WARMUP + measure_for() + Duration::from_secs(30))
             .await;
         let n: Vec<u64> = line.split(' ').filter_map(|n| n.parse().ok()).collect();
         assert_eq!(n.len(), 5, "a load worker said done {line}");
@@ -189,7 +208,7 @@ async fn drive(target: &Target, next_worker: &mut u32) -> Round {
         w.stop().await;
     }
     Round {
-        per_s: ok as f64 / MEASURE.as_secs_f64(),
+        per_s: ok as f64 / measure_for().as_secs_f64(),
         other,
         errors,
         p50_us: median(p50) as u64,
@@ -225,7 +244,8 @@ fn report(targets: &[Target], rounds: &[Vec<Round>]) {
         );
     }
     println!(
-        "(median of {ROUNDS} rounds; non-201 and errors summed over them; latency per request)"
+        "(median of {} rounds; non-201 and errors summed over them; latency per request)",
+        rounds()
     );
     println!(
         "memory: {:.2}× bare (target ≥ 0.5): {}; {:.0} joins/s (target ≥ 10,000): {}",
@@ -271,7 +291,7 @@ async fn load() {
         }
     }
     let start = Instant::now();
-    let window = (start + WARMUP, start + WARMUP + MEASURE);
+    let window = (start + WARMUP, start + WARMUP + measure_for());
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()

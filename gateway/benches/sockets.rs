@@ -15,7 +15,7 @@
 //! re-executed) of 7,500 sockets each, under the 20,000 open files a process may have, each
 //! socket bound to a source address 127.0.0.x (4,000 per address, so ephemeral ports never run
 //! out). Run with `cargo bench -p gateway --bench sockets`; needs PostgreSQL and Redis (see
-//! `support`).
+//! `support`). `FLOODGATE_BENCH_QUICK=1` runs the same steps with 1,000 sockets per server.
 
 mod support;
 
@@ -42,6 +42,8 @@ use support::worker::{self, Worker, say};
 use support::{Backends, FreshPostgres, GatewayProcess, Organizer};
 
 const PER_SERVER: usize = 15_000;
+/// `FLOODGATE_BENCH_QUICK=1`: a smoke run of the same steps with few sockets.
+const QUICK_PER_SERVER: usize = 1_000;
 const PER_WORKER: usize = 7_500;
 const PER_ADDRESS: usize = 4_000;
 /// Connects (TCP + upgrade + first frame) in flight per worker: a storm, within the backlog.
@@ -187,20 +189,33 @@ fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// Opens `PER_SERVER` sockets on every server of `fleet` and measures; `next_address` is the
+fn per_server() -> usize {
+    if std::env::var_os("FLOODGATE_BENCH_QUICK").is_some() {
+        QUICK_PER_SERVER
+    } else {
+        PER_SERVER
+    }
+}
+
+/// Opens `per_server()` sockets on every server of `fleet` and measures; `next_address` is the
 /// last octet of the next unused source address 127.0.0.x.
 async fn measure(name: &str, fleet: &Fleet, next_address: &mut u32) -> Outcome {
+    let per_server = per_server();
+    let workers_per_server = per_server.div_ceil(PER_WORKER);
     let servers = fleet.servers();
     let (ws_path, join_path) = fleet.paths();
     let mut workers: Vec<(usize, Worker)> = Vec::new();
     for (s, (_, addr)) in servers.iter().enumerate() {
-        for _ in 0..PER_SERVER / PER_WORKER {
+        for w in 0..workers_per_server {
+            // An even split, the remainder to the first workers.
+            let count =
+                per_server / workers_per_server + usize::from(w < per_server % workers_per_server);
             let source = Ipv4Addr::new(127, 0, 0, *next_address as u8);
-            *next_address += PER_WORKER.div_ceil(PER_ADDRESS) as u32;
+            *next_address += count.div_ceil(PER_ADDRESS) as u32;
             assert!(*next_address < 255, "out of 127.0.0.x source addresses");
             let mut settings = vec![
                 ("FB_TARGET", addr.to_string()),
-                ("FB_COUNT", PER_WORKER.to_string()),
+                ("FB_COUNT", count.to_string()),
                 ("FB_SOURCE", source.to_string()),
                 ("FB_WS_PATH", ws_path.clone()),
             ];
@@ -217,7 +232,7 @@ async fn measure(name: &str, fleet: &Fleet, next_address: &mut u32) -> Outcome {
     if join_path.is_some() {
         println!(
             "  {name}: {} buyers joined in {:.1} s",
-            servers.len() * PER_SERVER,
+            servers.len() * per_server,
             started.elapsed().as_secs_f64()
         );
     }
@@ -316,7 +331,10 @@ async fn measure(name: &str, fleet: &Fleet, next_address: &mut u32) -> Outcome {
 async fn coordinate() {
     let mut next_address = 2;
     let mut outcomes = Vec::new();
-    println!("sockets: {PER_SERVER} idle waiting sockets per server process");
+    println!(
+        "sockets: {} idle waiting sockets per server process",
+        per_server()
+    );
 
     let fleet = Fleet::bare(1).await;
     outcomes.push(measure("bare axum WS ×1", &fleet, &mut next_address).await);
