@@ -39,7 +39,7 @@ fn quick() -> bool {
     std::env::var_os("FLOODGATE_BENCH_QUICK").is_some()
 }
 
-fn rounds() -> usize {
+fn round_count() -> usize {
     if quick() { 1 } else { ROUNDS }
 }
 
@@ -90,7 +90,7 @@ async fn coordinate() {
     println!(
         "joins: {WORKERS} load processes × {CONNECTIONS_PER_WORKER} keep-alive connections, \
          {} rounds of {:?} (after {WARMUP:?} warm-up) per target",
-        rounds(),
+        round_count(),
         measure_for()
     );
     let memory =
@@ -141,7 +141,7 @@ async fn coordinate() {
     ];
     let mut rounds: Vec<Vec<Round>> = targets.iter().map(|_| Vec::new()).collect();
     let mut next_worker = 0u32;
-    for round in 0..rounds() {
+    for round in 0..round_count() {
         for (t, target) in targets.iter().enumerate() {
             let r = drive(target, &mut next_worker).await;
             println!(
@@ -245,7 +245,7 @@ fn report(targets: &[Target], rounds: &[Vec<Round>]) {
     }
     println!(
         "(median of {} rounds; non-201 and errors summed over them; latency per request)",
-        rounds()
+        round_count()
     );
     println!(
         "memory: {:.2}× bare (target ≥ 0.5): {}; {:.0} joins/s (target ≥ 10,000): {}",
