@@ -37,12 +37,6 @@ const LIVE_EVENTS: Sql = Sql(
      from admission_controls where closed = false",
     "select event_id, rate_per_min, max_active from admission_controls where closed = 0",
 );
-const OUTBOX: Sql = Sql(
-    "select count(*), coalesce(fg_ms(clock_timestamp()) - fg_ms(min(created_at)), 0) \
-     from outbox where done_at is null",
-    "select count(*), coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(created_at), 0) \
-     from outbox where done_at is null",
-);
 const SWEEPER_LAG: Sql = Sql(
     "select coalesce(fg_ms(clock_timestamp()) - fg_ms(min(hold_expires_at)), 0) from seats \
      where state = 'held' and hold_expires_at <= clock_timestamp()",
@@ -168,10 +162,11 @@ impl Sampler {
     async fn database(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
         let pool = state.store.pool();
         let dialect = state.store.dialect();
-        let row = sqlx::query(OUTBOX.get(dialect)).fetch_one(pool).await?;
-        metrics::gauge!("floodgate_outbox_depth").set(row.try_get::<i64, _>(0)? as f64);
-        metrics::gauge!("floodgate_outbox_oldest_age_seconds")
-            .set(row.try_get::<i64, _>(1)?.max(0) as f64 / 1000.0);
+        if let Ok(backlog) = state.store.outbox_lag().await {
+            metrics::gauge!("floodgate_outbox_depth").set(backlog.depth as f64);
+            metrics::gauge!("floodgate_outbox_oldest_age_seconds")
+                .set(backlog.oldest_age_ms as f64 / 1000.0);
+        }
 
         let lag: i64 = sqlx::query(SWEEPER_LAG.get(dialect))
             .fetch_one(pool)
