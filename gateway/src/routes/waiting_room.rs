@@ -224,7 +224,9 @@ async fn push(
             .is_ok();
     }
     // The cursor passed this ticket: offered, claimed or lapsed. Only now ask the backend.
-    match state.admission.status(claims).await {
+    // Boxed: this rare backend call's future would otherwise be inlined into every idle
+    // socket's task and sized into its memory for the socket's whole life.
+    match Box::pin(state.admission.status(claims)).await {
         Ok(status) => match status.status {
             QueueStatus::Offered => {
                 if told.status == Some("offered") {
@@ -271,7 +273,8 @@ async fn claim(
     told: &mut Told,
     socket: &mut WebSocket,
 ) -> bool {
-    let message = match state.admission.claim(claims).await {
+    // Boxed for the same reason: a claim's database future is large and happens once.
+    let message = match Box::pin(state.admission.claim(claims)).await {
         Ok(admitted) => {
             metrics::counter!("floodgate_claims_total").increment(1);
             told.status = Some("admitted");
