@@ -84,9 +84,16 @@ impl Admission {
             epoch: out.epoch.clone(),
             at_ms: out.now,
         };
-        handle
-            .feed
-            .send_replace(std::sync::Arc::new(snapshot.clone()));
+        // Wake the sockets only when something they show changed: a tick that moved nobody
+        // (most ticks while an on-sale waits) would otherwise wake every idle socket ten times
+        // a second. The outflow estimate rides along with the next real change.
+        handle.feed.send_if_modified(|current| {
+            let moved = !current.same_queue(&snapshot);
+            if moved {
+                *current = std::sync::Arc::new(snapshot.clone());
+            }
+            moved
+        });
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
             let due =

@@ -49,6 +49,17 @@ pub struct Snapshot {
 impl Snapshot {
     /// The point estimate of the wait for `position` buyers ahead at the measured outflow;
     /// `None` without one (the same figure `status` gives, for pushes from the snapshot).
+    /// Equal but for the tick's time and the outflow estimate: nobody's place, the event's
+    /// state and the counts shown are the same.
+    pub fn same_queue(&self, other: &Snapshot) -> bool {
+        let comparable = Snapshot {
+            at_ms: self.at_ms,
+            outflow_per_min: self.outflow_per_min,
+            ..other.clone()
+        };
+        *self == comparable
+    }
+
     pub fn estimated_wait_s(&self, position: u64) -> Option<u64> {
         crate::status::wait_estimate(position, self.outflow_per_min).map(|(point, _, _)| point)
     }
