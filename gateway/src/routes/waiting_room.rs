@@ -195,39 +195,38 @@ async fn push(
         EventState::Closed => Some("closed"),
         EventState::Open => None,
     };
+    // A FIFO ticket of the current epoch finds its place in the snapshot. A pre-queue ticket's
+    // place is its rank in the permutation, and a ticket of an older epoch (Redis was lost)
+    // must re-register: both ask the backend, as polling does.
+    let from_snapshot = !claims.pre_queue && snapshot.epoch == claims.epoch;
+    let hint = from_snapshot
+        .then(|| snapshot.position_hint(claims))
+        .flatten();
+    let sold_out = snapshot.state == EventState::SoldOut;
     if let Some(status) = event_status {
-        return send_status(told, socket, status).await;
+        // Sold out can be a moment (lapsed holds give seats back): a ticket whose turn may
+        // have come hears about its offer first, so offers are not skipped in queue order.
+        if !sold_out || hint.is_some() {
+            return send_status(told, socket, status).await;
+        }
     }
-    if let Some(position) = snapshot.position_hint(claims) {
-        // Still waiting: everything needed is in the snapshot.
+    if let Some(position) = hint {
         let wait = snapshot.estimated_wait_s(position);
-        if matches!(told.status, Some("paused" | "pre_queue" | "sold_out")) {
-            told.status = None;
-            if socket
-                .send(text(&json!({"type": "status", "status": "waiting"})))
-                .await
-                .is_err()
-            {
-                return false;
-            }
-        }
-        if told.position == Some(position) && told.wait == wait {
-            return true;
-        }
-        told.position = Some(position);
-        told.wait = wait;
-        return socket
-            .send(text(
-                &json!({"type": "position", "position": position, "estimated_wait_s": wait}),
-            ))
-            .await
-            .is_ok();
+        return send_position(told, socket, position, wait).await;
     }
-    // The cursor passed this ticket: offered, claimed or lapsed. Only now ask the backend.
-    // Boxed: this rare backend call's future would otherwise be inlined into every idle
-    // socket's task and sized into its memory for the socket's whole life.
+    // Boxed: this backend call's future would otherwise be inlined into every idle socket's
+    // task and sized into its memory for the socket's whole life.
     match Box::pin(state.admission.status(claims)).await {
         Ok(status) => match status.status {
+            QueueStatus::Waiting | QueueStatus::PreQueue | QueueStatus::SoldOut if sold_out => {
+                send_status(told, socket, "sold_out").await
+            }
+            QueueStatus::Waiting => match status.position {
+                Some(position) => {
+                    send_position(told, socket, position, status.estimated_wait_s).await
+                }
+                None => true,
+            },
             QueueStatus::Offered => {
                 if told.status == Some("offered") {
                     return true;
@@ -250,6 +249,36 @@ async fn push(
             true
         }
     }
+}
+
+/// Still waiting: the place and the wait, when they changed.
+async fn send_position(
+    told: &mut Told,
+    socket: &mut WebSocket,
+    position: u64,
+    wait: Option<u64>,
+) -> bool {
+    if matches!(told.status, Some("paused" | "pre_queue" | "sold_out")) {
+        told.status = None;
+        if socket
+            .send(text(&json!({"type": "status", "status": "waiting"})))
+            .await
+            .is_err()
+        {
+            return false;
+        }
+    }
+    if told.position == Some(position) && told.wait == wait {
+        return true;
+    }
+    told.position = Some(position);
+    told.wait = wait;
+    socket
+        .send(text(
+            &json!({"type": "position", "position": position, "estimated_wait_s": wait}),
+        ))
+        .await
+        .is_ok()
 }
 
 async fn send_status(told: &mut Told, socket: &mut WebSocket, status: &'static str) -> bool {
