@@ -56,6 +56,7 @@ async fn hammer(
                         idempotency_key: None,
                         forwarded_for,
                         json: None,
+                        receipt: None,
                     })
                     .await;
                 if let Ok(a) = answer

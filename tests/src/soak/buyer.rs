@@ -98,7 +98,8 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
     let path = format!("/api/events/{}/queue", ctx.event);
     // One key for the buyer's retries: a join whose answer was lost returns the same ticket.
     let key = uuid::Uuid::new_v4().to_string();
-    for _ in 0..8 {
+    // A browser keeps trying while the gateway sheds load; the run's deadline bounds it.
+    for _ in 0..60 {
         let asked = Instant::now();
         let answer = ctx
             .call(plan, Method::POST, &path, None, Some(&key), None)

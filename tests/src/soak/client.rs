@@ -42,6 +42,8 @@ pub struct Call<'a> {
     pub idempotency_key: Option<&'a str>,
     pub forwarded_for: Ipv4Addr,
     pub json: Option<&'a Value>,
+    /// A hold's receipt key (`Floodgate-Receipt`), which outlives the admission token.
+    pub receipt: Option<&'a str>,
 }
 
 pub struct Net {
@@ -119,6 +121,9 @@ impl Net {
         }
         if let Some(key) = call.idempotency_key {
             request = request.header("idempotency-key", key);
+        }
+        if let Some(receipt) = call.receipt {
+            request = request.header("floodgate-receipt", receipt);
         }
         if let Some(body) = call.json {
             request = request.json(body);

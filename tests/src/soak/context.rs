@@ -93,6 +93,22 @@ impl Ctx {
         idempotency_key: Option<&str>,
         json: Option<&serde_json::Value>,
     ) -> Option<Answer> {
+        self.call_with(plan, method, path, bearer, idempotency_key, json, None)
+            .await
+    }
+
+    /// `call` with a receipt key instead of (or beside) a bearer token.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_with(
+        &self,
+        plan: &Plan,
+        method: Method,
+        path: &str,
+        bearer: Option<&str>,
+        idempotency_key: Option<&str>,
+        json: Option<&serde_json::Value>,
+        receipt: Option<&str>,
+    ) -> Option<Answer> {
         let answer = self
             .net
             .send(Call {
@@ -103,6 +119,7 @@ impl Ctx {
                 idempotency_key,
                 forwarded_for: plan.forwarded_for,
                 json,
+                receipt,
             })
             .await;
         match answer {

@@ -62,8 +62,7 @@ pub fn sample(watch: &[u32]) -> Sample {
                     name.starts_with("postgres") || name.starts_with("redis-server")
                 };
                 if named || watch.contains(&pid) {
-                    let label = if named { name } else { format!("pid {pid}") };
-                    servers.insert(pid, (label, own));
+                    servers.insert(pid, (name, own));
                 }
             }
         }

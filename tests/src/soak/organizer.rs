@@ -81,7 +81,7 @@ impl Organizer {
         )
         .await?;
         let section = section(config);
-        for chunk in seat_ids(section, config.seat_count).chunks(10_000) {
+        for chunk in seat_ids(section, config.seat_count).chunks(500) {
             let seats: Vec<Value> = chunk
                 .iter()
                 .enumerate()

@@ -16,6 +16,8 @@ use super::stats::Live;
 
 struct Held {
     hold_id: String,
+    /// Reads of the hold keep working with it after the session (and its token) ended.
+    receipt_key: Option<String>,
 }
 
 pub async fn run(ctx: &Ctx, plan: &Plan, token: &str) -> &'static str {
@@ -88,7 +90,15 @@ async fn hold(ctx: &Ctx, plan: &Plan, token: &str, rng: &mut StdRng) -> Option<H
                 ctx.stats.record("hold_won_ms", ms);
                 ctx.stats.count("holds_won");
                 let hold_id = a.body.get("hold_id")?.as_str()?.to_owned();
-                return Some(Held { hold_id });
+                let receipt_key = a
+                    .body
+                    .get("receipt_key")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                return Some(Held {
+                    hold_id,
+                    receipt_key,
+                });
             }
             Some(a) => {
                 ctx.stats.record("hold_lost_ms", ms);
@@ -212,7 +222,7 @@ async fn pay(ctx: &Ctx, plan: &Plan, token: &str, held: &Held) -> &'static str {
             _ => return "checkout_refused",
         }
         Live::gauge(&ctx.live().paying, 1);
-        let settled = follow(ctx, plan, token, &held.hold_id).await;
+        let settled = follow(ctx, plan, token, held).await;
         Live::gauge(&ctx.live().paying, -1);
         match settled {
             Settled::Confirmed => {
@@ -242,15 +252,20 @@ enum Settled {
     Unknown,
 }
 
-async fn follow(ctx: &Ctx, plan: &Plan, token: &str, hold_id: &str) -> Settled {
-    let path = format!("/api/holds/{hold_id}");
+async fn follow(ctx: &Ctx, plan: &Plan, token: &str, held: &Held) -> Settled {
+    let path = format!("/api/holds/{}", held.hold_id);
+    // The receipt, when the hold has one: the session (and its token) may end first.
+    let (bearer, receipt) = match &held.receipt_key {
+        Some(key) => (None, Some(key.as_str())),
+        None => (Some(token), None),
+    };
     let give_up = Instant::now() + ctx.pay_patience;
     while Instant::now() < give_up {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let Some(a) = ctx
-            .call(plan, Method::GET, &path, Some(token), None, None)
-            .await
-        else {
+        let answer = ctx
+            .call_with(plan, Method::GET, &path, bearer, None, None, receipt)
+            .await;
+        let Some(a) = answer else {
             continue;
         };
         if !a.status.is_success() {
