@@ -66,6 +66,11 @@ fi
 command -v chromium >/dev/null || { echo "error: the page tests need Chromium; install it: apt-get install -y chromium" >&2; exit 1; }
 command -v node >/dev/null || { echo "error: the page tests need Node.js 20+; install it: apt-get install -y nodejs npm" >&2; exit 1; }
 
+# Each test makes its own database (t_<uuid>, t_e2e_<uuid>, soak_…) and leaves it for a look after a
+# failure; the next run drops those left over, so repeated runs do not fill the disk.
+psql "$DATABASE_URL" -Atqc "select datname from pg_database where datname ~ '^(t_|t_e2e_|soak_)[0-9a-f]{32}$'" 2>/dev/null \
+  | while read -r db; do psql "$DATABASE_URL" -qc "drop database if exists \"$db\"" >/dev/null 2>&1 || true; done
+
 echo "testing against DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL"
 cargo test --workspace --all-features --locked "$@"
 

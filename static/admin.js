@@ -68,6 +68,7 @@ async function pollStats() {
   setText('q-active', fmt(q.active));
   setText('q-admitted', fmt(q.admitted_total));
   setText('q-outflow', fmt(q.outflow_per_min));
+  setText('q-pressure', pressureText(stats.backpressure));
   const t = performance.now() / 1000;
   samples.push({ t, admitted: Number(q.admitted_total) || 0, outflow: Number(q.outflow_per_min) || 0 });
   samples = samples.filter((s) => s.t >= t - WINDOW_S - 60);
@@ -84,6 +85,22 @@ async function pollStats() {
   const u = $('updated');
   u.hidden = false;
   u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+}
+
+const PRESSURE_REASONS = {
+  hold_p99: 'holds are slow',
+  database: 'the database is not answering',
+  outbox_age: 'payments are falling behind',
+};
+
+/** The share of the configured rate admission uses, and why it is lower. */
+function pressureText(p) {
+  if (!p || typeof p.share !== 'number') return '–';
+  const pct = `${Math.round(p.share * 100)}% of the configured rate`;
+  const why = (p.reasons || []).map((r) => PRESSURE_REASONS[r] || r).join(', ');
+  if (p.share >= 1) return why ? `${pct} (recovering: ${why})` : pct;
+  if (p.share === 0) return `offers held: ${why || 'recovering'}`;
+  return `slowed to ${pct}${why ? `: ${why}` : ''}`;
 }
 
 /** Claims per minute over the last minute of samples (admitted_total is a counter). */

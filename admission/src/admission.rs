@@ -56,6 +56,7 @@ pub(crate) struct Inner {
     pub(crate) events: Mutex<HashMap<String, Arc<EventHandle>>>,
     /// Wakes `run_meter` early (a session ended, so a slot is free).
     pub(crate) wake: tokio::sync::Notify,
+    pub(crate) pressure: crate::pressure::PressureCell,
 }
 
 /// The waiting room. Cheap to clone; one per gateway process.
@@ -92,6 +93,7 @@ impl Admission {
                 cfg,
                 events: Mutex::new(HashMap::new()),
                 wake: tokio::sync::Notify::new(),
+                pressure: Default::default(),
             }),
         })
     }

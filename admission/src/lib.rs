@@ -10,6 +10,7 @@
 //! - `fairness`: the seeded pre-queue permutation and its commitment
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
 //! - `limit`: the join limit per client address
+//! - `pressure`: backpressure, the share of the rate the meter uses while the core struggles
 //! - `db`: the [`AdmissionDb`] trait the gateway implements
 //! - `clock`, `config`, `error`
 //! - `testing` (feature): an in-memory `AdmissionDb`
@@ -23,6 +24,7 @@ mod error;
 mod fairness;
 mod limit;
 mod meter;
+mod pressure;
 mod snapshot;
 mod status;
 mod token;
@@ -38,6 +40,7 @@ pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRec
 pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
 pub use meter::TickReport;
+pub use pressure::Pressure;
 pub use snapshot::{EventState, Snapshot};
 pub use status::{QueueStatus, Status};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};

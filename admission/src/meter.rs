@@ -36,13 +36,15 @@ impl Admission {
         *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let active = db.active_sessions(event).await?;
         let sold_out = db.availability(event).await?.sold_out();
+        let pressure = self.inner.pressure.get();
+        let rate_per_min = pressure.scale(control.rate_per_min);
         let args = || TickArgs {
             opens_at_ms: ms(control.opens_at),
-            rate_per_min: control.rate_per_min,
+            rate_per_min,
             max_active: control.max_active,
             active,
             offer_ms: i64::from(control.offer_s) * 1000,
-            hold: control.paused || control.closed || sold_out,
+            hold: control.paused || control.closed || sold_out || rate_per_min == 0,
         };
         let now = self.inner.cfg.clock.script_now();
         let out = match self.inner.backend.tick(event, args(), now).await {

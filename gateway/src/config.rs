@@ -64,6 +64,26 @@ pub struct Config {
     /// `json` for JSON logs, anything else for text.
     #[arg(long, env = "FLOODGATE_LOG", default_value = "text")]
     pub log: String,
+
+    /// Backpressure: slow, then hold, offers while the reservation core is unhealthy.
+    #[arg(long, env = "FLOODGATE_BACKPRESSURE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub backpressure: bool,
+
+    /// Backpressure: holds slower than this at p99 (over one second) mean the core struggles.
+    #[arg(
+        long,
+        env = "FLOODGATE_BACKPRESSURE_HOLD_P99_MS",
+        default_value_t = 1_000
+    )]
+    pub backpressure_hold_p99_ms: u64,
+
+    /// Backpressure: an outbox job older than this means payments are not keeping up.
+    #[arg(
+        long,
+        env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S",
+        default_value_t = 15
+    )]
+    pub backpressure_outbox_age_s: u64,
 }
 
 impl Config {
@@ -84,6 +104,17 @@ impl Config {
             trusted_proxies: Vec::new(),
             demo: None,
             log: "text".to_owned(),
+            backpressure: true,
+            backpressure_hold_p99_ms: 1_000,
+            backpressure_outbox_age_s: 15,
+        }
+    }
+
+    pub fn backpressure(&self) -> crate::backpressure::Thresholds {
+        crate::backpressure::Thresholds {
+            enabled: self.backpressure,
+            hold_p99: std::time::Duration::from_millis(self.backpressure_hold_p99_ms),
+            outbox_age: std::time::Duration::from_secs(self.backpressure_outbox_age_s),
         }
     }
 

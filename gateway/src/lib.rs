@@ -6,6 +6,7 @@
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding, request spans, Prometheus.
+//! - `backpressure`: slowing admission while the reservation core is unhealthy.
 //! - `startup`, `state`, `secrets`, `demo`: building the shared state and background loops.
 //! - `admission_db`: admission's database interface over the reservation store.
 //! - `errors`: library outcomes → problem+json, in one place.
@@ -14,6 +15,7 @@
 
 pub mod admission_db;
 pub mod auth;
+pub mod backpressure;
 pub mod body;
 pub mod client_ip;
 pub mod clock;
@@ -56,7 +58,7 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let state = startup::build(&config, cancel.clone()).await?;
     startup::point_simulator_at(&state, listener.local_addr()?);
-    let mut loops = startup::spawn_loops(&state).await?;
+    let mut loops = startup::spawn_loops(&state, config.backpressure()).await?;
     let app = router(state);
     tracing::info!(addr = %listener.local_addr()?, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();

@@ -61,13 +61,22 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             webhook_secret: secrets.webhook_secret,
             trusted_proxies: config.trusted_proxies.clone(),
         }),
+        health: Default::default(),
         shutdown,
     })
 }
 
 /// Starts the loops every instance runs; they stop when `shutdown` is cancelled.
-pub async fn spawn_loops(state: &AppState) -> anyhow::Result<JoinSet<()>> {
+pub async fn spawn_loops(
+    state: &AppState,
+    backpressure: crate::backpressure::Thresholds,
+) -> anyhow::Result<JoinSet<()>> {
     let mut tasks = JoinSet::new();
+    tasks.spawn(crate::backpressure::run(
+        state.clone(),
+        backpressure,
+        state.shutdown.clone(),
+    ));
     let stop = state.shutdown.clone();
     let admission = state.admission.clone();
     tasks.spawn(async move { admission.run_meter(stop.cancelled_owned()).await });

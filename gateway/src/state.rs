@@ -21,6 +21,8 @@ pub struct AppState {
     /// Seat maps and "seats left", stale by at most a second, never used for decisions.
     pub seats: SeatCache,
     pub settings: Arc<Settings>,
+    /// What handlers saw of the core's health, judged once a second (`backpressure.rs`).
+    pub health: Arc<crate::backpressure::CoreHealth>,
     /// Cancelled when the gateway begins a graceful shutdown: sockets say `reconnect`.
     pub shutdown: CancellationToken,
 }

@@ -158,6 +158,18 @@ impl Store {
         Ok((a, h))
     }
 
+    /// Locks the seats of the attempt's hold, in seat order. Every step that changes both an
+    /// attempt and its seats in one transaction takes the seats first (as `finalize`,
+    /// `decline` and `abandon` do), so two such steps queue instead of deadlocking.
+    pub(crate) async fn lock_attempt_seats(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+    ) -> Result<(), Error> {
+        let (_, h) = self.attempt_ctx(tx, attempt).await?;
+        self.lock_seats(tx, &h.event_id, &h.seats).await
+    }
+
     async fn order_of_attempt(
         &self,
         tx: &mut Tx,
@@ -193,27 +205,46 @@ impl Store {
         provider_payment_id: Option<&str>,
     ) -> Result<Finalized, Error> {
         let mut tx = self.begin().await?;
-        let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
-        if let Some(order) = self.order_of_attempt(&mut tx, attempt).await? {
+        let done = self
+            .finalize_in(&mut tx, attempt, provider_payment_id)
+            .await?;
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    /// `finalize` inside the caller's transaction (webhook intake records the provider's
+    /// event id in the same one). Writes nothing unless it sells.
+    pub(crate) async fn finalize_in(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+        provider_payment_id: Option<&str>,
+    ) -> Result<Finalized, Error> {
+        let (a, h) = self.attempt_ctx(tx, attempt).await?;
+        if let Some(order) = self.order_of_attempt(tx, attempt).await? {
             return Ok(Finalized::Confirmed(order));
         }
-        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        self.lock_seats(tx, &h.event_id, &h.seats).await?;
         let order_id = ids::generate("o");
+        // All of the hold's seats or none: the count guard keeps a partial sale from being
+        // written in a transaction that goes on to queue the void.
         let sold = sqlx::query(
             "update seats set state = 'sold', order_id = $4, version = version + 1 \
-             where event_id = $1 and hold_id = $2 and payment_attempt_id = $3 and state = 'paying'",
+             where event_id = $1 and hold_id = $2 and payment_attempt_id = $3 and state = 'paying' \
+             and (select count(*) from seats where event_id = $1 and hold_id = $2 \
+                  and payment_attempt_id = $3 and state = 'paying') = $5",
         )
         .bind(&h.event_id)
         .bind(&h.hold_id)
         .bind(a.attempt_id.as_str())
         .bind(&order_id)
-        .execute(&mut *tx)
+        .bind(h.seat_count as i64)
+        .execute(&mut **tx)
         .await?;
         if sold.rows_affected() != h.seat_count as u64 {
-            drop(tx);
-            // A concurrent finalize of the same attempt may have just won: that is not a loss.
-            let mut tx = self.begin().await?;
-            return Ok(match self.order_of_attempt(&mut tx, attempt).await? {
+            // A concurrent finalize of the same attempt may have just won (its commit released
+            // the seat locks we waited on): that is not a loss.
+            return Ok(match self.order_of_attempt(tx, attempt).await? {
                 Some(order) => Finalized::Confirmed(order),
                 None => Finalized::SeatLost,
             });
@@ -228,7 +259,7 @@ impl Store {
         .bind(a.attempt_id.as_str())
         .bind(&h.seats)
         .bind(h.total_cents)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         // The second fence: sales is unique on (event_id, seat_id) whatever the seats row says.
         sqlx::query(self.sql(
@@ -238,12 +269,12 @@ impl Store {
         .bind(&h.event_id)
         .bind(&order_id)
         .bind(&h.seats)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         sqlx::query(self.sql("update holds set state = 'confirmed', order_id = $2, ended_at = NOW where hold_id = $1"))
             .bind(&h.hold_id)
             .bind(&order_id)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         sqlx::query(self.sql(
             "update payment_attempts set state = 'confirmed', \
@@ -251,10 +282,10 @@ impl Store {
         ))
         .bind(a.attempt_id.as_str())
         .bind(provider_payment_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         self.log(
-            &mut tx,
+            tx,
             Entry {
                 event_id: &h.event_id,
                 kind: "ReservationConfirmed",
@@ -271,7 +302,7 @@ impl Store {
             "provider_payment_id": provider_payment_id,
         });
         self.outbox(
-            &mut tx,
+            tx,
             "capture",
             &h.event_id,
             Some(a.attempt_id.as_str()),
@@ -279,15 +310,14 @@ impl Store {
             &payload,
         )
         .await?;
-        self.end_hold_session(&mut tx, &h.event_id, &h.session_id, &h.hold_id, "confirmed")
+        self.end_hold_session(tx, &h.event_id, &h.session_id, &h.hold_id, "confirmed")
             .await?;
         let order = self
-            .order_of_attempt(&mut tx, attempt)
+            .order_of_attempt(tx, attempt)
             .await?
             .ok_or(Error::AttemptNotFound)?;
         // Dropping `tx` here (a crash) rolls the whole sale back: the row still says paying.
         failpoint::hit(Point::BeforeFinalizeCommit, &h.event_id).await?;
-        tx.commit().await?;
         Ok(Finalized::Confirmed(order))
     }
 
@@ -309,11 +339,23 @@ impl Store {
         reason: &str,
     ) -> Result<PaymentAttempt, Error> {
         let mut tx = self.begin().await?;
-        let (a, h) = self.attempt_ctx(&mut tx, attempt).await?;
+        let a = self.decline_in(&mut tx, attempt, reason).await?;
+        tx.commit().await?;
+        Ok(a)
+    }
+
+    /// `decline` inside the caller's transaction.
+    pub(crate) async fn decline_in(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+        reason: &str,
+    ) -> Result<PaymentAttempt, Error> {
+        let (a, h) = self.attempt_ctx(tx, attempt).await?;
         if !is_open(a.state) {
             return Ok(a);
         }
-        self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        self.lock_seats(tx, &h.event_id, &h.seats).await?;
         let until = h
             .expires_at_ms
             .max(h.now_ms + DECLINE_GRACE_MS)
@@ -327,7 +369,7 @@ impl Store {
         .bind(&h.hold_id)
         .bind(a.attempt_id.as_str())
         .bind(until)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         sqlx::query(self.sql(
             "update holds set state = 'held', expires_at = TS($2), last_payment_error = $3 \
@@ -336,13 +378,13 @@ impl Store {
         .bind(&h.hold_id)
         .bind(until)
         .bind(reason)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         let a = self
-            .close_attempt(&mut tx, &a.attempt_id, "declined", Some(reason))
+            .close_attempt(tx, &a.attempt_id, "declined", Some(reason))
             .await?;
         self.log(
-            &mut tx,
+            tx,
             Entry {
                 event_id: &h.event_id,
                 kind: "PaymentDeclined",
@@ -353,7 +395,6 @@ impl Store {
             },
         )
         .await?;
-        tx.commit().await?;
         Ok(a)
     }
 

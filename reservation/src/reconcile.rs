@@ -169,8 +169,8 @@ async fn one(
     // Policy release. Money found goes back through its own job; no money found is watched
     // for a while in case a timed-out authorize still lands.
     let (kind, payment_id, checks) = match &answer {
-        Outcome::Ambiguous { why } => {
-            store.record_ambiguous(&d.attempt, why).await?;
+        Outcome::Ambiguous { .. } => {
+            store.converge(&d.attempt, &d.event_id, &answer).await?;
             return Ok(Did::Unanswered);
         }
         Outcome::Processing { .. } => return Ok(Did::Unanswered),

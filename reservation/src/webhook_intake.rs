@@ -2,14 +2,15 @@
 //! payment carries as metadata, deduplicated on the provider's event id, and applied through
 //! the same path as the worker. The payload is only a hint: the payment is re-fetched.
 //!
-//! Deduplication: a stored event id answers with the stored outcome before anything runs.
-//! Acting and recording are two transactions (the finalize/decline steps own theirs), which is
-//! safe because acting is idempotent: two racing deliveries of one event both converge on the
-//! same rows, and a crash between the two is repaired by the provider's redelivery.
+//! Deduplication: the event id is inserted in the transaction that acts on it, before acting.
+//! A racing second delivery blocks on that row's unique index until the first commits, then
+//! finds it and does nothing; a crash before commit leaves neither the record nor the effect,
+//! so the provider's redelivery acts afresh. A stored id answers with the stored outcome.
 
 use sqlx::Row;
 
 use crate::ids::AttemptId;
+use crate::outbox::Converged;
 use crate::payments::Outcome;
 use crate::payments::Provider;
 use crate::payments::webhook::{self, SignatureError};
@@ -91,20 +92,53 @@ pub async fn intake_webhook(
         record(store, &event, Some(&a.attempt_id), false, "unmatched").await?;
         return Ok(WebhookAck::Unmatched);
     }
-    let converged = store
-        .converge(&a.attempt_id, a.event_id.as_str(), &outcome)
+    let applied = store
+        .retrying(|| apply(store, &event, &a.attempt_id, a.event_id.as_str(), &outcome))
         .await?;
-    let result = converged.as_str();
-    if !record(store, &event, Some(&a.attempt_id), true, result).await? {
-        // A racing delivery of the same event recorded first; both converged on the same rows.
-        if let Some(outcome) = stored_outcome(store, &event.id).await? {
-            return Ok(WebhookAck::Duplicate { outcome });
-        }
+    match applied {
+        Some(result) => Ok(WebhookAck::Applied {
+            attempt_id: a.attempt_id,
+            outcome: result.as_str().to_owned(),
+        }),
+        // A racing delivery of the same event acted first; this one changed nothing.
+        None => Ok(WebhookAck::Duplicate {
+            outcome: stored_outcome(store, &event.id).await?.unwrap_or_default(),
+        }),
     }
-    Ok(WebhookAck::Applied {
-        attempt_id: a.attempt_id,
-        outcome: result.to_owned(),
-    })
+}
+
+/// Claims the event id and acts on it in one transaction; `None` if the id was already there.
+async fn apply(
+    store: &Store,
+    event: &webhook::WebhookEvent,
+    attempt: &AttemptId,
+    event_id: &str,
+    outcome: &Outcome,
+) -> Result<Option<Converged>, Error> {
+    let mut tx = store.begin().await?;
+    let claimed = sqlx::query(
+        "insert into webhook_events (provider_event_id, kind, payment_id, attempt_id, matched, outcome) \
+         values ($1, $2, $3, $4, true, null) on conflict (provider_event_id) do nothing",
+    )
+    .bind(&event.id)
+    .bind(&event.kind)
+    .bind(event.payment_id())
+    .bind(attempt.as_str())
+    .execute(&mut *tx)
+    .await?;
+    if claimed.rows_affected() != 1 {
+        return Ok(None);
+    }
+    let converged = store
+        .converge_in(&mut tx, attempt, event_id, outcome)
+        .await?;
+    sqlx::query("update webhook_events set outcome = $2 where provider_event_id = $1")
+        .bind(&event.id)
+        .bind(converged.as_str())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Some(converged))
 }
 
 async fn stored_outcome(store: &Store, event_id: &str) -> Result<Option<String>, Error> {

@@ -36,6 +36,8 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   const waitingBefore = num(await page.textContent('#q-waiting'));
   assert.ok(waitingBefore >= 2, `most of the 4 buyers wait at 1 offer/min (dashboard says ${waitingBefore})`);
   assert.ok(await page.isVisible('#chart'));
+  // A healthy core: admission runs at the full configured rate (backpressure says so).
+  assert.match(await page.textContent('#q-pressure'), /^100% of the configured rate/);
 
   // Raise the rate from the dashboard: the gateway's stats show everyone offered.
   await page.fill('#rate', '600');

@@ -239,3 +239,76 @@ async fn webhook_and_worker_converge_on_one_finalize() {
     assert_eq!((rec.authorizations, rec.captures), (1, 1));
     worker.stop().await.expect("worker stops");
 }
+
+/// One event delivered many times at once (the provider retrying over several connections):
+/// its id is claimed in the transaction that acts, so exactly one delivery acts and every
+/// other one answers with that delivery's outcome, and the sale is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_duplicate_deliveries_act_once() {
+    let rig = Rig::new(Duration::from_secs(2)).await;
+    let ev = seeded_event(&rig.store, 2, |_| {}).await;
+    let buyer = session(&rig.store, &ev).await;
+    let seat: SeatId = "S00001".parse().expect("seat");
+    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
+    let attempt = rig
+        .store
+        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
+        .await
+        .expect("checkout");
+    let req = AuthorizeRequest::new(
+        attempt.attempt_id.as_str(),
+        attempt.amount_cents,
+        &attempt.currency,
+        "pm_card_visa",
+    );
+    let Outcome::Authorized { payment_id } = rig.provider.authorize(&req).await else {
+        panic!("authorized");
+    };
+    let body = event(
+        "evt_raced",
+        "payment_intent.amount_capturable_updated",
+        &payment_id,
+        "requires_capture",
+        attempt.attempt_id.as_str(),
+    );
+    let secret = WEBHOOK_SECRET.as_bytes();
+    let signature = sign(secret, now(), &body);
+    let deliveries =
+        (0..16).map(|_| intake_webhook(&rig.store, &rig.provider, secret, Some(&signature), &body));
+    let acks: Vec<WebhookAck> = futures::future::join_all(deliveries)
+        .await
+        .into_iter()
+        .map(|a| a.expect("acknowledged"))
+        .collect();
+    let applied = acks
+        .iter()
+        .filter(|a| matches!(a, WebhookAck::Applied { .. }))
+        .count();
+    assert_eq!(applied, 1, "exactly one delivery acts: {acks:?}");
+    for ack in &acks {
+        match ack {
+            WebhookAck::Applied { outcome, .. } | WebhookAck::Duplicate { outcome } => {
+                assert_eq!(outcome, "confirmed", "{acks:?}")
+            }
+            WebhookAck::Unmatched => panic!("matched event answered unmatched: {acks:?}"),
+        }
+    }
+    let confirmed: i64 = sqlx::query_scalar(
+        "select count(*) from reservation_events where kind = 'ReservationConfirmed'",
+    )
+    .fetch_one(rig.store.pool())
+    .await
+    .expect("count");
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(rig.store.pool())
+        .await
+        .expect("count");
+    assert_eq!((confirmed, orders), (1, 1));
+    let recorded: i64 = sqlx::query_scalar(
+        "select count(*) from webhook_events where provider_event_id = 'evt_raced' and outcome = 'confirmed'",
+    )
+    .fetch_one(rig.store.pool())
+    .await
+    .expect("count");
+    assert_eq!(recorded, 1);
+}

@@ -383,6 +383,8 @@ async fn stats(
             "outflow_per_min": snapshot.outflow_per_min,
         },
         "admission": control_json(&control),
+        // This instance's backpressure: the share of `rate_per_min` it offers at, and why.
+        "backpressure": state.admission.pressure(),
         "seats": { "available": seats("available"), "held": seats("held"), "paying": seats("paying"), "sold": seats("sold") },
         "holds": counts.holds,
         "payments": counts.attempts,

@@ -82,6 +82,7 @@ async fn create(
     let request: HoldRequest = body::parse(&headers, &raw)?;
     let key = idempotent::key(&headers)?;
     idempotent::once(&state, key.as_deref(), session.as_str(), "hold", &body::hash(&raw), || async {
+        let started = std::time::Instant::now();
         let hold = match request {
             HoldRequest { seats: Some(seats), section: None, quantity: None } => {
                 let seats = seats
@@ -96,6 +97,7 @@ async fn create(
             }
             _ => return Err(Problem::bad_request("give either `seats` or `section` with `quantity`")),
         };
+        state.health.record_hold(started.elapsed());
         let hold = hold.inspect_err(|error| {
             let outcome =
                 if matches!(error, reservation::Error::SeatUnavailable { .. }) { "conflict" } else { "refused" };

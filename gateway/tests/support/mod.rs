@@ -44,9 +44,13 @@ pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
+/// A test's own settings on top of the defaults below.
+type Tune = std::sync::Arc<dyn Fn(&mut Config) + Send + Sync>;
+
 /// Everything a gateway of this test is configured with; peers share it.
 #[derive(Clone)]
 struct Setup {
+    tune: Tune,
     database_url: String,
     redis_url: Option<String>,
     payment_url: Option<String>,
@@ -83,6 +87,14 @@ fn unique(prefix: &str) -> String {
 
 /// Starts the gateway on `backends`; returns once `/readyz` answers 200.
 pub async fn spawn_app(backends: Backends) -> TestApp {
+    spawn_app_with(backends, |_| {}).await
+}
+
+/// `spawn_app` with settings of the test's own (`tune` edits the configuration last).
+pub async fn spawn_app_with(
+    backends: Backends,
+    tune: impl Fn(&mut Config) + Send + Sync + 'static,
+) -> TestApp {
     init_tracing();
     let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .expect("bind a loopback port for the gateway");
@@ -118,6 +130,7 @@ pub async fn spawn_app(backends: Backends) -> TestApp {
         Backends::Embedded => (None, None),
     };
     let setup = Setup {
+        tune: std::sync::Arc::new(tune),
         database_url,
         redis_url,
         payment_url,
@@ -157,6 +170,7 @@ async fn start(setup: &Setup, listener: tokio::net::TcpListener) -> Gateway {
     // Every test buyer comes from 127.0.0.1; the join limit has its own unit tests.
     config.join_limit_per_min = 0;
     config.demo = Some(false);
+    (setup.tune)(&mut config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(gateway::run(config, listener, async move {
         let _ = stopped.await;

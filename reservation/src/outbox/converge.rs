@@ -8,7 +8,7 @@ use crate::Error;
 use crate::ids::AttemptId;
 use crate::payment::Finalized;
 use crate::payments::Outcome;
-use crate::store::Store;
+use crate::store::{Store, Tx};
 
 /// What applying an answer did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +44,37 @@ pub(crate) fn money_job(
 }
 
 impl Store {
-    /// Applies the provider's word on `attempt` (from authorize, search or retrieve).
+    /// Applies the provider's word on `attempt` (from authorize, search or retrieve), in one
+    /// transaction.
     pub(crate) async fn converge(
         &self,
+        attempt: &AttemptId,
+        event_id: &str,
+        outcome: &Outcome,
+    ) -> Result<Converged, Error> {
+        self.retrying(|| self.converge_once(attempt, event_id, outcome))
+            .await
+    }
+
+    async fn converge_once(
+        &self,
+        attempt: &AttemptId,
+        event_id: &str,
+        outcome: &Outcome,
+    ) -> Result<Converged, Error> {
+        let mut tx = self.begin().await?;
+        let done = self
+            .converge_in(&mut tx, attempt, event_id, outcome)
+            .await?;
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    /// `converge` inside the caller's transaction, so webhook intake can record the
+    /// provider's event id atomically with what the event did.
+    pub(crate) async fn converge_in(
+        &self,
+        tx: &mut Tx,
         attempt: &AttemptId,
         event_id: &str,
         outcome: &Outcome,
@@ -54,39 +82,37 @@ impl Store {
         match outcome {
             Outcome::Authorized { payment_id } | Outcome::Captured { payment_id } => {
                 let captured = matches!(outcome, Outcome::Captured { .. });
-                self.record_authorized(attempt, payment_id).await?;
-                match self.finalize(attempt, Some(payment_id)).await? {
+                // Seats before the attempt row, the order every saga step locks in.
+                self.lock_attempt_seats(tx, attempt).await?;
+                self.record_authorized(tx, attempt, payment_id).await?;
+                match self.finalize_in(tx, attempt, Some(payment_id)).await? {
                     Finalized::Confirmed(_) => {
                         if captured {
-                            self.record_captured(attempt, payment_id).await?;
+                            self.record_captured(tx, attempt, payment_id).await?;
                         }
                         Ok(Converged::Confirmed)
                     }
                     // Never overwrite the newer owner: give the money back instead.
                     Finalized::SeatLost => {
                         let kind = if captured { "refund" } else { "void" };
-                        self.enqueue(
-                            kind,
-                            event_id,
-                            attempt.as_str(),
-                            &money_job(attempt, Some(payment_id), 0),
-                        )
-                        .await?;
+                        let job = money_job(attempt, Some(payment_id), 0);
+                        self.outbox(tx, kind, event_id, Some(attempt.as_str()), None, &job)
+                            .await?;
                         Ok(Converged::Compensating)
                     }
                 }
             }
             Outcome::Declined { reason, .. } => {
-                self.decline(attempt, reason).await?;
+                self.decline_in(tx, attempt, reason).await?;
                 Ok(Converged::Declined)
             }
             // A canceled intent holds no money; for an attempt still open it is a decline.
             Outcome::Canceled { .. } => {
-                self.decline(attempt, "canceled").await?;
+                self.decline_in(tx, attempt, "canceled").await?;
                 Ok(Converged::Declined)
             }
             Outcome::Ambiguous { why } => {
-                self.record_ambiguous(attempt, why).await?;
+                self.record_ambiguous(tx, attempt, why).await?;
                 Ok(Converged::Pending)
             }
             Outcome::Processing { .. }

@@ -7,9 +7,11 @@
 //! - `money.rs`: `capture`, `void`, `refund`.
 //! - `converge.rs`: the one path from a provider answer to rows (worker, reconciler, webhook).
 //! - `record.rs`: the conditional updates that record provider answers.
+//! - `backlog.rs`: how far behind the outbox is (a backpressure signal).
 //! - `sink.rs`: [`SessionSink`], how ended sessions reach admission without a dependency on it.
 
 mod authorize;
+mod backlog;
 mod claim;
 mod converge;
 mod money;
@@ -27,6 +29,7 @@ use crate::payments::Provider;
 use crate::store::Store;
 use crate::{Error, StoreOptions};
 
+pub use backlog::Backlog;
 use claim::Job;
 pub(crate) use converge::{Converged, money_job};
 pub use sink::{SessionEnded, SessionSink, SinkError};

@@ -64,7 +64,11 @@ pub(super) async fn capture(
     };
     Ok(match ctx.provider.capture(&pid).await {
         Outcome::Captured { payment_id } => {
-            ctx.store.record_captured(attempt, &payment_id).await?;
+            let mut tx = ctx.store.begin().await?;
+            ctx.store
+                .record_captured(&mut tx, attempt, &payment_id)
+                .await?;
+            tx.commit().await?;
             Step::Done
         }
         Outcome::Ambiguous { why } => Step::Retry(why),

@@ -5,7 +5,7 @@
 use crate::Error;
 use crate::ids::AttemptId;
 use crate::journal::Entry;
-use crate::store::Store;
+use crate::store::{Store, Tx};
 
 impl Store {
     /// One conditional update of an attempt (and optionally its order), logged as `kind` only
@@ -20,11 +20,38 @@ impl Store {
         detail: Option<&str>,
     ) -> Result<bool, Error> {
         let mut tx = self.begin().await?;
+        let changed = self
+            .record_step_in(
+                &mut tx,
+                attempt,
+                attempt_sql,
+                order_sql,
+                kind,
+                payment_id,
+                detail,
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(changed)
+    }
+
+    /// `record_step` inside the caller's transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn record_step_in(
+        &self,
+        tx: &mut Tx,
+        attempt: &AttemptId,
+        attempt_sql: &'static str,
+        order_sql: Option<&'static str>,
+        kind: &'static str,
+        payment_id: Option<&str>,
+        detail: Option<&str>,
+    ) -> Result<bool, Error> {
         let changed: Option<(String, String)> = sqlx::query_as(self.sql(attempt_sql))
             .bind(attempt.as_str())
             .bind(payment_id)
             .bind(detail)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
         let Some((event_id, hold_id)) = changed else {
             return Ok(false);
@@ -32,11 +59,11 @@ impl Store {
         if let Some(order_sql) = order_sql {
             sqlx::query(order_sql)
                 .bind(attempt.as_str())
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
         self.log(
-            &mut tx,
+            tx,
             Entry {
                 event_id: &event_id,
                 kind,
@@ -48,17 +75,18 @@ impl Store {
             },
         )
         .await?;
-        tx.commit().await?;
         Ok(true)
     }
 
     /// The provider holds the money for an attempt not yet finalized.
     pub(crate) async fn record_authorized(
         &self,
+        tx: &mut Tx,
         attempt: &AttemptId,
         payment_id: &str,
     ) -> Result<bool, Error> {
-        self.record_step(
+        self.record_step_in(
+            tx,
             attempt,
             "update payment_attempts set state = 'authorized', provider_payment_id = $2, \
              last_error = coalesce($3, last_error), updated_at = NOW \
@@ -74,10 +102,12 @@ impl Store {
     /// No clear answer: the attempt waits for a retry, the reconciler or a webhook.
     pub(crate) async fn record_ambiguous(
         &self,
+        tx: &mut Tx,
         attempt: &AttemptId,
         why: &str,
     ) -> Result<bool, Error> {
-        self.record_step(
+        self.record_step_in(
+            tx,
             attempt,
             "update payment_attempts set state = 'ambiguous', last_error = $3, \
              provider_payment_id = coalesce(provider_payment_id, $2), updated_at = NOW \
@@ -93,10 +123,12 @@ impl Store {
     /// The order's money is taken.
     pub(crate) async fn record_captured(
         &self,
+        tx: &mut Tx,
         attempt: &AttemptId,
         payment_id: &str,
     ) -> Result<bool, Error> {
-        self.record_step(
+        self.record_step_in(
+            tx,
             attempt,
             "update payment_attempts set state = 'captured', \
              provider_payment_id = coalesce(provider_payment_id, $2), \
