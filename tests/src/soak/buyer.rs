@@ -1,6 +1,7 @@
 //! One buyer's journey up to a session: arrive on time (open loop), join, wait for the turn,
 //! claim it (twice from two tabs), then hand over to `purchase`.
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use reqwest::Method;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::context::Ctx;
+use super::context::{AFTER_ADMISSION, AfterAdmission, Ctx};
 use super::order;
 use super::plan::{Leave, Plan};
 use super::purchase;
@@ -19,9 +20,32 @@ use super::waiting::{Turn, Waiter, claim_on_socket};
 pub async fn run(ctx: &Ctx, plan: Plan) {
     tokio::time::sleep_until(ctx.start + plan.arrive_after).await;
     Live::add(&ctx.live().arrived);
-    let outcome = tokio::time::timeout_at(ctx.deadline, journey(ctx, &plan)).await;
+    let (outcome, after) = AFTER_ADMISSION
+        .scope(Cell::new(AfterAdmission::default()), async {
+            let outcome = tokio::time::timeout_at(ctx.deadline, journey(ctx, &plan)).await;
+            (outcome, AFTER_ADMISSION.with(Cell::get))
+        })
+        .await;
     let name = outcome.unwrap_or("unfinished");
     ctx.stats.count(&format!("outcome_{name}"));
+    // Per gateway: the buyers of a gateway killed mid-run must end like the others.
+    ctx.stats
+        .count(&format!("gateway{}_outcome_{name}", plan.gateway));
+    if after.admitted {
+        let lost_hold = matches!(
+            name,
+            "checkout_refused" | "payment_ended_without_sale" | "payment_unresolved" | "unfinished"
+        );
+        if after.met_503 {
+            ctx.stats.count("admitted_met_503");
+        }
+        if lost_hold {
+            ctx.stats.count("admitted_lost_hold");
+        }
+        if after.met_503 || lost_hold {
+            ctx.stats.count("admitted_hurt");
+        }
+    }
     Live::add(&ctx.live().done);
 }
 
@@ -201,6 +225,12 @@ async fn claim(
         .and_then(Value::as_str)
         .map(str::to_owned);
     Live::add(&ctx.live().admitted);
+    let _ = AFTER_ADMISSION.try_with(|c| {
+        c.set(AfterAdmission {
+            admitted: true,
+            ..c.get()
+        })
+    });
     ctx.stats.admitted_at(ctx.now_ms());
     if plan.two_tabs {
         let again = claim_http(ctx, plan, &path, queue_token).await;

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -53,6 +53,9 @@ pub struct Net {
     next: AtomicUsize,
     in_flight: Semaphore,
     pub sockets: Semaphore,
+    /// Requests and sockets sent to the next gateway because theirs refused the connection
+    /// (a dead gateway: buyers keep their tokens, as behind a load balancer).
+    pub failovers: AtomicU64,
 }
 
 pub type Socket = WebSocketStream<TcpStream>;
@@ -92,6 +95,7 @@ impl Net {
             next: AtomicUsize::new(0),
             in_flight: Semaphore::new(concurrency.max(1)),
             sockets: Semaphore::new(max_sockets),
+            failovers: AtomicU64::new(0),
         }))
     }
 
@@ -106,7 +110,20 @@ impl Net {
 
     /// Sends one request; `Err` is a transport failure (its kind as a code).
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, String> {
-        let url = format!("{}{}", self.gateway(call.gateway), call.path);
+        // A refused connection never reached the gateway: the next one takes the request.
+        let mut result = self.send_to(&call, call.gateway).await;
+        for next in 1..self.gateways.len() {
+            if !matches!(&result, Err(kind) if kind == "connect") {
+                break;
+            }
+            self.failovers.fetch_add(1, Ordering::Relaxed);
+            result = self.send_to(&call, call.gateway + next).await;
+        }
+        result
+    }
+
+    async fn send_to(&self, call: &Call<'_>, gateway: usize) -> Result<Answer, String> {
+        let url = format!("{}{}", self.gateway(gateway), call.path);
         let _permit = self
             .in_flight
             .acquire()
@@ -114,7 +131,7 @@ impl Net {
             .map_err(|_| "closed".to_owned())?;
         let mut request = self
             .client()
-            .request(call.method, url)
+            .request(call.method.clone(), url)
             .header("x-forwarded-for", call.forwarded_for.to_string());
         if let Some(token) = call.bearer {
             request = request.bearer_auth(token);
@@ -151,6 +168,19 @@ impl Net {
     /// Opens the waiting-room socket from one of the source addresses, with small buffers
     /// (thousands of them live in this process).
     pub async fn websocket(&self, gateway: usize, path: &str) -> Result<Socket, String> {
+        // As for requests: a refused connection tries the next gateway with the same token.
+        let mut result = self.websocket_to(gateway, path).await;
+        for next in 1..self.gateways.len() {
+            if !matches!(&result, Err(kind) if kind == "ws_connect") {
+                break;
+            }
+            self.failovers.fetch_add(1, Ordering::Relaxed);
+            result = self.websocket_to(gateway + next, path).await;
+        }
+        result
+    }
+
+    async fn websocket_to(&self, gateway: usize, path: &str) -> Result<Socket, String> {
         let base = self.gateway(gateway);
         let host = base
             .strip_prefix("http://")

@@ -14,6 +14,18 @@ use super::config::Config;
 use super::plan::{Plan, SeatPicker};
 use super::stats::Stats;
 
+/// What one buyer met after its admission (for "admitted buyers who hit a 503 or lose their
+/// hold", the figure backpressure is judged by); set by `call_with`, read in `buyer::run`.
+#[derive(Clone, Copy, Default)]
+pub struct AfterAdmission {
+    pub admitted: bool,
+    pub met_503: bool,
+}
+
+tokio::task_local! {
+    pub static AFTER_ADMISSION: std::cell::Cell<AfterAdmission>;
+}
+
 pub struct Ctx {
     pub net: Arc<Net>,
     pub stats: Arc<Stats>,
@@ -124,6 +136,13 @@ impl Ctx {
             .await;
         match answer {
             Ok(a) => {
+                if a.status.as_u16() == 503 {
+                    let _ = AFTER_ADMISSION.try_with(|c| {
+                        let mut f = c.get();
+                        f.met_503 |= f.admitted;
+                        c.set(f);
+                    });
+                }
                 if !a.status.is_success() {
                     self.stats.error(&a.code());
                 }

@@ -61,6 +61,10 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
     shown.abort();
     watcher.abort();
     let mut partial = stats.partial(mine);
+    partial.counts.insert(
+        "gateway_failovers".into(),
+        ctx.net.failovers.load(Ordering::Relaxed),
+    );
     partial.cpu_s = own_cpu_s();
     Ok(partial)
 }
