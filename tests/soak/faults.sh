@@ -3,10 +3,10 @@
 # (initdb + pg_ctl on a free port), a throwaway Redis (single node, or a 3-master Redis Cluster),
 # the payment simulator, N gateways on fixed free ports, then `soak` against all of them; on
 # cue (FAULT_AT_S seconds after the soak starts) one fault is applied. Prints the timeline of
-# what happened when (with the event's admission figures every 2 s) and keeps the JSON report.
+# what happened when (with the event's admission figures every 3 s) and keeps the JSON report.
 # Everything started here is stopped and removed on exit.
 #
-#   bash tests/soak/faults.sh FAULT [soak flags...]        # see README.md, "Faults"
+#   bash tests/soak/faults.sh FAULT [soak flags...]        # figures and timelines: reports/FAULTS.md
 #
 # FAULT: none | kill-gateway | restart-redis | restart-postgres | pause-sim | stop-sim | slow-sim
 # Environment:
@@ -175,10 +175,10 @@ knobs "{
 }"
 
 event="faults-${fault}-$$"
-# The event's figures every 2 s from the first gateway: offers, sessions, seats, backpressure.
+# The event's figures every 3 s from the first gateway: offers, sessions, seats, backpressure.
 sample() {
-  while sleep 2; do
-    s=$(curl -fsS -m 2 -H "authorization: Bearer $key" "$first/api/admin/events/$event/stats" 2>/dev/null) || {
+  while sleep 3; do
+    s=$(curl -fsS -m 5 -H "authorization: Bearer $key" "$first/api/admin/events/$event/stats" 2>/dev/null) || {
       mark "stats: no answer"
       continue
     }
