@@ -5,9 +5,11 @@
 //! - `sim_control.rs`: a client for the simulator's `/_sim/*` control routes.
 //! - `invariants.rs`: DESIGN §5 invariants 1–4 from rows, event log and ledger (one checker).
 //! - `saga.rs`: the payments-saga rig (fresh database, HTTP simulator, worker, reconciler).
+//! - `soak/`: the soak tool's library (see its module docs); `bin/soak.rs` its binary.
 //! - `bin/simulator.rs`: the same server as a standalone process.
 
 pub mod invariants;
 pub mod saga;
 pub mod sim_control;
 pub mod simulator;
+pub mod soak;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A soak on this machine: a fresh PostgreSQL database, the payment simulator (HTTP) with every
+# fault knob on, one gateway on PostgreSQL + Redis, then `soak` with the arguments given here.
+# Everything started here is stopped (and the database dropped) on exit.
+#
+#   bash tests/soak/run.sh --arrivals 20000 --seat-count 2000 --window-s 30   # see README.md
+#
+# Environment: DATABASE_URL (a database on the server to create the scratch one beside),
+# REDIS_URL, GATEWAYS (number of gateway processes, default 1), SOAK_KEEP_LOGS=1 to keep logs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DATABASE_URL="${DATABASE_URL:?set DATABASE_URL, e.g. postgres://postgres@127.0.0.1:5432/test}"
+REDIS_URL="${REDIS_URL:?set REDIS_URL, e.g. redis://127.0.0.1:6379}"
+GATEWAYS="${GATEWAYS:-1}"
+
+cargo build --workspace --all-features --locked --bins
+
+server="${DATABASE_URL%/*}"
+db="soak_$$"
+scratch=$(mktemp -d /tmp/floodgate-soak.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  psql "$server/postgres" -qc "drop database if exists $db with (force)" >/dev/null 2>&1 || true
+  if [ "${SOAK_KEEP_LOGS:-0}" = 1 ]; then echo "logs kept in $scratch" >&2; else rm -rf "$scratch"; fi
+}
+trap cleanup EXIT INT TERM
+
+psql "$server/postgres" -qc "create database $db" >/dev/null
+db_url="$server/$db"
+secret="whsec_soak_$$_$RANDOM$RANDOM"
+key="org_soak_$$_$RANDOM$RANDOM"
+
+# The simulator prints "simulator listening on http://127.0.0.1:PORT" once bound.
+target/debug/simulator --listen 127.0.0.1:0 --webhook-secret "$secret" --seed $$ \
+  >"$scratch/sim.out" 2>"$scratch/sim.log" &
+pids+=($!)
+sim_pid=$!
+for _ in $(seq 100); do grep -q listening "$scratch/sim.out" 2>/dev/null && break; sleep 0.1; done
+sim_url=$(grep -o 'http://[0-9.:]*' "$scratch/sim.out" | head -1)
+[ -n "$sim_url" ] || { echo "error: the simulator did not start; see $scratch/sim.log" >&2; exit 1; }
+
+gateway_urls=()
+watch="$sim_pid"
+for i in $(seq "$GATEWAYS"); do
+  DATABASE_URL="$db_url" REDIS_URL="$REDIS_URL" FLOODGATE_LISTEN=127.0.0.1:0 \
+  FLOODGATE_PAYMENT_URL="$sim_url" FLOODGATE_WEBHOOK_SECRET="$secret" FLOODGATE_ORGANIZER_KEY="$key" \
+  FLOODGATE_TRUSTED_PROXIES=127.0.0.0/8 FLOODGATE_DEMO=false FLOODGATE_LOG=json \
+  RUST_LOG="${GATEWAY_LOG:-warn,gateway=info}" \
+    target/debug/gateway 2>"$scratch/gateway-$i.log" &
+  pids+=($!)
+  watch="$watch,$!"
+  addr=""
+  for _ in $(seq 300); do
+    addr=$(grep -o '"addr":"[0-9.:]*"' "$scratch/gateway-$i.log" 2>/dev/null | head -1 | cut -d'"' -f4) || true
+    [ -n "$addr" ] && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { echo "error: gateway $i did not start; its log:" >&2; tail -20 "$scratch/gateway-$i.log" >&2; exit 1; }
+  gateway_urls+=("--gateway" "http://$addr")
+done
+
+# Every fault on: latency, declines, lost answers, 5xx, duplicated and reordered webhooks.
+first_gateway="${gateway_urls[1]}"
+curl -fsS -X POST "$sim_url/_sim/knobs" -H 'content-type: application/json' -d "{
+  \"webhook_url\": \"$first_gateway/api/payments/webhook\",
+  \"latency_min_ms\": 2, \"latency_max_ms\": 40, \"slow_ms\": 1500,
+  \"decline_rate\": ${SIM_DECLINE_RATE:-0.02}, \"lost_rate\": ${SIM_LOST_RATE:-0.02},
+  \"error_rate\": ${SIM_ERROR_RATE:-0.02},
+  \"webhook_delay_ms\": 20, \"webhook_duplicate_rate\": 0.2,
+  \"webhook_out_of_order\": true, \"reorder_window_ms\": 200
+}" >/dev/null
+
+target/debug/soak "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
+  --sim-url "$sim_url" --watch-pid "$watch" "$@"

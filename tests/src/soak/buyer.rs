@@ -1,0 +1,270 @@
+//! One buyer's journey up to a session: arrive on time (open loop), join, wait for the turn,
+//! claim it (twice from two tabs), then hand over to `purchase`.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::context::{AFTER_ADMISSION, AfterAdmission, Ctx};
+use super::order;
+use super::plan::{Leave, Plan};
+use super::purchase;
+use super::stats::Live;
+use super::waiting::{Turn, Waiter, claim_on_socket};
+
+/// Runs one buyer to the end of its journey or the run's deadline.
+pub async fn run(ctx: &Ctx, plan: Plan) {
+    tokio::time::sleep_until(ctx.start + plan.arrive_after).await;
+    Live::add(&ctx.live().arrived);
+    let (outcome, after) = AFTER_ADMISSION
+        .scope(Cell::new(AfterAdmission::default()), async {
+            let outcome = tokio::time::timeout_at(ctx.deadline, journey(ctx, &plan)).await;
+            (outcome, AFTER_ADMISSION.with(Cell::get))
+        })
+        .await;
+    let name = outcome.unwrap_or("unfinished");
+    ctx.stats.count(&format!("outcome_{name}"));
+    // Per gateway: the buyers of a gateway killed mid-run must end like the others.
+    ctx.stats
+        .count(&format!("gateway{}_outcome_{name}", plan.gateway));
+    if after.admitted {
+        let lost_hold = matches!(
+            name,
+            "checkout_refused" | "payment_ended_without_sale" | "payment_unresolved" | "unfinished"
+        );
+        if after.met_503 {
+            ctx.stats.count("admitted_met_503");
+        }
+        if lost_hold {
+            ctx.stats.count("admitted_lost_hold");
+        }
+        if after.met_503 || lost_hold {
+            ctx.stats.count("admitted_hurt");
+        }
+    }
+    Live::add(&ctx.live().done);
+}
+
+async fn journey(ctx: &Ctx, plan: &Plan) -> &'static str {
+    let Some(joined) = join(ctx, plan).await else {
+        return "join_failed";
+    };
+    if joined.sold_out {
+        learned_sold_out(ctx);
+        return "sold_out_at_join";
+    }
+    Live::gauge(&ctx.live().waiting, 1);
+    let waited_from = Instant::now();
+    let mut waiter = Waiter {
+        ctx,
+        plan,
+        token: &joined.token,
+        eta: joined.eta,
+    };
+    let turn = waiter.wait().await;
+    let eta = waiter.eta;
+    Live::gauge(&ctx.live().waiting, -1);
+    let place = order::place(&joined.token);
+    let ws = match turn {
+        Turn::Offered(ws) => ws,
+        Turn::Lapsed => {
+            offered(ctx, plan, place.as_ref()).await;
+            return "lapsed_unseen";
+        }
+        other => {
+            unoffered(ctx, plan, place.as_ref()).await;
+            return match other {
+                Turn::SoldOut => {
+                    learned_sold_out(ctx);
+                    "sold_out"
+                }
+                Turn::Closed => "closed",
+                _ => "timed_out_waiting",
+            };
+        }
+    };
+    Live::add(&ctx.live().offered);
+    offered(ctx, plan, place.as_ref()).await;
+    let waited = waited_from.elapsed();
+    ctx.stats.record("queue_wait_ms", waited.as_millis() as u64);
+    if let Some(eta) = eta {
+        let actual = eta.at.elapsed().as_secs_f64();
+        // Whole seconds are what the buyer is shown: one second either side is the rounding.
+        let inside = actual + 1.0 >= eta.low_s as f64 && actual <= eta.high_s as f64 + 1.0;
+        ctx.stats.eta(inside);
+    }
+    if plan.leave == Leave::AtOffer {
+        if let Some(mut ws) = ws {
+            let _ = futures::SinkExt::close(&mut ws).await;
+        }
+        return "left_at_offer";
+    }
+    let Some(token) = claim(ctx, plan, &joined.token, ws).await else {
+        return "claim_failed";
+    };
+    if plan.leave == Leave::AfterClaim {
+        return "left_after_claim";
+    }
+    purchase::run(ctx, plan, &token).await
+}
+
+struct Joined {
+    token: String,
+    sold_out: bool,
+    eta: Option<super::waiting::Eta>,
+}
+
+async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
+    let path = format!("/api/events/{}/queue", ctx.event);
+    // One key for the buyer's retries: a join whose answer was lost returns the same ticket.
+    let key = uuid::Uuid::new_v4().to_string();
+    // A browser keeps trying while the gateway sheds load; the run's deadline bounds it.
+    for _ in 0..60 {
+        let asked = Instant::now();
+        let answer = ctx
+            .call(plan, Method::POST, &path, None, Some(&key), None)
+            .await;
+        match answer {
+            Some(a) if a.status.as_u16() == 201 => {
+                ctx.stats
+                    .record("join_ms", asked.elapsed().as_millis() as u64);
+                ctx.stats.joined_at(ctx.now_ms());
+                Live::add(&ctx.live().joined);
+                let token = a.body.get("queue_token")?.as_str()?.to_owned();
+                let eta = a
+                    .body
+                    .get("estimated_wait_s")
+                    .and_then(Value::as_u64)
+                    .map(|s| super::waiting::Eta {
+                        at: Instant::now(),
+                        low_s: (s as f64 * 0.8).floor() as u64,
+                        high_s: (s as f64 * 1.25).ceil() as u64,
+                    });
+                return Some(Joined {
+                    token,
+                    sold_out: false,
+                    eta,
+                });
+            }
+            Some(a) if a.code() == "sold_out" => {
+                return Some(Joined {
+                    token: String::new(),
+                    sold_out: true,
+                    eta: None,
+                });
+            }
+            Some(a) if matches!(a.status.as_u16(), 429 | 503) => {
+                let wait = a.retry_after_s.unwrap_or(1).clamp(1, 30);
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+            }
+            Some(_) => return None,
+            None => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    None
+}
+
+fn learned_sold_out(ctx: &Ctx) {
+    Live::add(&ctx.live().sold_out_notices);
+    ctx.stats.record("sold_out_learned_at_ms", ctx.now_ms());
+}
+
+async fn offered(ctx: &Ctx, plan: &Plan, place: Option<&order::QueuePlace>) {
+    if let (Some(place), Some(seed)) = (place, ctx.fairness_seed(plan).await) {
+        ctx.stats.offered_key(&order::key(place, &seed));
+    }
+}
+
+async fn unoffered(ctx: &Ctx, plan: &Plan, place: Option<&order::QueuePlace>) {
+    // Only a queue that sold out for good says who was never reached.
+    if !ctx.sold_out.load(Ordering::Relaxed) {
+        return;
+    }
+    if let (Some(place), Some(seed)) = (place, ctx.fairness_seed(plan).await) {
+        ctx.stats.unoffered_key(&order::key(place, &seed));
+    }
+}
+
+/// Claims the offer (on the socket when there is one); two tabs claim twice and must get the
+/// same session. Returns the admission token.
+async fn claim(
+    ctx: &Ctx,
+    plan: &Plan,
+    queue_token: &str,
+    ws: Option<Box<super::client::Socket>>,
+) -> Option<String> {
+    let asked = Instant::now();
+    let first = match ws {
+        Some(mut ws) => {
+            let heard = claim_on_socket(&mut ws).await;
+            let _ = futures::SinkExt::close(&mut ws).await;
+            match heard {
+                Ok(m) => Some(m),
+                Err(code) => {
+                    ctx.stats.error(&code);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let path = format!("/api/events/{}/queue/claim", ctx.event);
+    let first = match first {
+        Some(m) => m,
+        None => claim_http(ctx, plan, &path, queue_token).await?,
+    };
+    ctx.stats
+        .record("claim_ms", asked.elapsed().as_millis() as u64);
+    let token = first.get("admission_token")?.as_str()?.to_owned();
+    let session = first
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Live::add(&ctx.live().admitted);
+    let _ = AFTER_ADMISSION.try_with(|c| {
+        c.set(AfterAdmission {
+            admitted: true,
+            ..c.get()
+        })
+    });
+    ctx.stats.admitted_at(ctx.now_ms());
+    if plan.two_tabs {
+        let again = claim_http(ctx, plan, &path, queue_token).await;
+        let other = again
+            .as_ref()
+            .and_then(|m| m.get("session_id"))
+            .and_then(Value::as_str);
+        if other.is_some() && other != session.as_deref() {
+            ctx.stats.mismatch(format!(
+                "buyer {}: claimed twice, sessions {session:?} and {other:?}",
+                plan.index
+            ));
+        }
+        ctx.stats.count("two_tab_claims");
+    }
+    Some(token)
+}
+
+async fn claim_http(ctx: &Ctx, plan: &Plan, path: &str, queue_token: &str) -> Option<Value> {
+    for _ in 0..5 {
+        match ctx
+            .call(plan, Method::POST, path, Some(queue_token), None, None)
+            .await
+        {
+            Some(a) if a.status.is_success() => return Some(a.body),
+            Some(a) if matches!(a.status.as_u16(), 429 | 503) => {
+                tokio::time::sleep(Duration::from_secs(
+                    a.retry_after_s.unwrap_or(1).clamp(1, 5),
+                ))
+                .await;
+            }
+            Some(_) => return None,
+            None => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
+    None
+}

@@ -1,0 +1,235 @@
+//! The buyers' network side: HTTP clients that reuse connections, one per source address so
+//! sockets spread over 127.0.0.x, a bound on requests in flight (each costs an open file), and
+//! WebSockets opened from a chosen source address.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// An answer: status and JSON body (problem+json for errors), or a transport failure.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Value,
+    pub retry_after_s: Option<u64>,
+}
+
+impl Answer {
+    /// The problem code of an error answer, or `http_<status>` without one.
+    pub fn code(&self) -> String {
+        self.body
+            .get("code")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("http_{}", self.status.as_u16()))
+    }
+}
+
+/// One request to send; headers besides the forwarded address are optional.
+pub struct Call<'a> {
+    pub method: Method,
+    pub gateway: usize,
+    pub path: &'a str,
+    pub bearer: Option<&'a str>,
+    pub idempotency_key: Option<&'a str>,
+    pub forwarded_for: Ipv4Addr,
+    pub json: Option<&'a Value>,
+    /// A hold's receipt key (`Floodgate-Receipt`), which outlives the admission token.
+    pub receipt: Option<&'a str>,
+}
+
+pub struct Net {
+    gateways: Vec<String>,
+    clients: Vec<reqwest::Client>,
+    sources: Vec<Ipv4Addr>,
+    next: AtomicUsize,
+    in_flight: Semaphore,
+    pub sockets: Semaphore,
+    /// Requests and sockets sent to the next gateway because theirs refused the connection
+    /// (a dead gateway: buyers keep their tokens, as behind a load balancer).
+    pub failovers: AtomicU64,
+}
+
+pub type Socket = WebSocketStream<TcpStream>;
+
+impl Net {
+    pub fn new(
+        gateways: &[String],
+        sources: Vec<Ipv4Addr>,
+        concurrency: usize,
+        max_sockets: usize,
+    ) -> anyhow::Result<Arc<Net>> {
+        let build = |source: Option<Ipv4Addr>| {
+            reqwest::Client::builder()
+                .local_address(source.map(IpAddr::V4))
+                .pool_max_idle_per_host(concurrency)
+                .pool_idle_timeout(Duration::from_secs(30))
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(30))
+                .build()
+        };
+        let clients = if sources.is_empty() {
+            vec![build(None)?]
+        } else {
+            sources
+                .iter()
+                .map(|s| build(Some(*s)))
+                .collect::<Result<_, _>>()?
+        };
+        Ok(Arc::new(Net {
+            gateways: gateways
+                .iter()
+                .map(|g| g.trim_end_matches('/').to_owned())
+                .collect(),
+            clients,
+            sources,
+            next: AtomicUsize::new(0),
+            in_flight: Semaphore::new(concurrency.max(1)),
+            sockets: Semaphore::new(max_sockets),
+            failovers: AtomicU64::new(0),
+        }))
+    }
+
+    pub fn gateway(&self, i: usize) -> &str {
+        &self.gateways[i % self.gateways.len()]
+    }
+
+    fn client(&self) -> &reqwest::Client {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.clients[i % self.clients.len()]
+    }
+
+    /// Sends one request; `Err` is a transport failure (its kind as a code).
+    pub async fn send(&self, call: Call<'_>) -> Result<Answer, String> {
+        // A refused connection never reached the gateway: the next one takes the request.
+        let mut result = self.send_to(&call, call.gateway).await;
+        for next in 1..self.gateways.len() {
+            if !matches!(&result, Err(kind) if kind == "connect") {
+                break;
+            }
+            self.failovers.fetch_add(1, Ordering::Relaxed);
+            result = self.send_to(&call, call.gateway + next).await;
+        }
+        result
+    }
+
+    async fn send_to(&self, call: &Call<'_>, gateway: usize) -> Result<Answer, String> {
+        let url = format!("{}{}", self.gateway(gateway), call.path);
+        let _permit = self
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| "closed".to_owned())?;
+        let mut request = self
+            .client()
+            .request(call.method.clone(), url)
+            .header("x-forwarded-for", call.forwarded_for.to_string());
+        if let Some(token) = call.bearer {
+            request = request.bearer_auth(token);
+        }
+        if let Some(key) = call.idempotency_key {
+            request = request.header("idempotency-key", key);
+        }
+        if let Some(receipt) = call.receipt {
+            request = request.header("floodgate-receipt", receipt);
+        }
+        if let Some(body) = call.json {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        let retry_after_s = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let bytes = response.bytes().await.map_err(transport)?;
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        Ok(Answer {
+            status,
+            body,
+            retry_after_s,
+        })
+    }
+
+    /// Opens the waiting-room socket from one of the source addresses, with small buffers
+    /// (thousands of them live in this process).
+    pub async fn websocket(&self, gateway: usize, path: &str) -> Result<Socket, String> {
+        // As for requests: a refused connection tries the next gateway with the same token.
+        let mut result = self.websocket_to(gateway, path).await;
+        for next in 1..self.gateways.len() {
+            if !matches!(&result, Err(kind) if kind == "ws_connect") {
+                break;
+            }
+            self.failovers.fetch_add(1, Ordering::Relaxed);
+            result = self.websocket_to(gateway + next, path).await;
+        }
+        result
+    }
+
+    async fn websocket_to(&self, gateway: usize, path: &str) -> Result<Socket, String> {
+        let base = self.gateway(gateway);
+        let host = base
+            .strip_prefix("http://")
+            .ok_or_else(|| "ws_needs_http_gateway".to_owned())?;
+        let addr: SocketAddr = tokio::net::lookup_host(host)
+            .await
+            .map_err(|_| "ws_resolve".to_owned())?
+            .next()
+            .ok_or_else(|| "ws_resolve".to_owned())?;
+        let socket = TcpSocket::new_v4().map_err(|_| "ws_socket".to_owned())?;
+        if !self.sources.is_empty() && addr.ip().is_loopback() {
+            let i = self.next.fetch_add(1, Ordering::Relaxed) % self.sources.len();
+            socket
+                .bind(SocketAddr::new(IpAddr::V4(self.sources[i]), 0))
+                .map_err(|_| "ws_bind".to_owned())?;
+        }
+        let stream = tokio::time::timeout(Duration::from_secs(10), socket.connect(addr))
+            .await
+            .map_err(|_| "ws_connect_timeout".to_owned())?
+            .map_err(|_| "ws_connect".to_owned())?;
+        let _ = stream.set_nodelay(true);
+        let url = format!("ws://{host}{path}");
+        let config = WebSocketConfig::default()
+            .read_buffer_size(4096)
+            .write_buffer_size(0);
+        let (ws, _) = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio_tungstenite::client_async_with_config(url, stream, Some(config)),
+        )
+        .await
+        .map_err(|_| "ws_handshake_timeout".to_owned())?
+        .map_err(|e| match e {
+            tokio_tungstenite::tungstenite::Error::Http(r) => {
+                format!("ws_http_{}", r.status().as_u16())
+            }
+            _ => "ws_handshake".to_owned(),
+        })?;
+        Ok(ws)
+    }
+}
+
+fn transport(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timeout".to_owned()
+    } else if e.is_connect() {
+        "connect".to_owned()
+    } else if e.is_body() || e.is_decode() {
+        "body".to_owned()
+    } else {
+        "transport".to_owned()
+    }
+}

@@ -1,0 +1,137 @@
+//! The soak tool: replays an on-sale against running gateways through the public contract
+//! (API.md) and judges the outcome from PostgreSQL and the payment simulator's ledger.
+//!
+//! # Layout
+//! - `config`: every knob, as clap flags
+//! - `plan`: what each buyer does, drawn from the seed and its index; Zipf seat picking
+//! - `client`: HTTP with connection reuse over several source addresses; WebSockets
+//! - `context`: what a worker's buyers share
+//! - `buyer`, `waiting`, `purchase`: one buyer's journey (join → wait → claim → hold → pay)
+//! - `order`: a buyer's queue place from its token (for "offers in queue order")
+//! - `organizer`: event creation, admission settings and stats through the organizer API
+//! - `stats`, `progress`: what the run records and shows while running
+//! - `shard`: one worker's share of the buyers; `workers`: re-executing as worker processes
+//! - `settle`, `verdict`: waiting for payments to settle, then judging
+//! - `baseline`: joins/s of a bare axum route (and of the gateway) with the same client
+//! - `cpu`, `report`: the CPU split and the final table / JSON
+
+pub mod baseline;
+pub mod buyer;
+pub mod client;
+pub mod config;
+pub mod context;
+pub mod cpu;
+pub mod order;
+pub mod organizer;
+pub mod plan;
+pub mod progress;
+pub mod purchase;
+pub mod report;
+pub mod settle;
+pub mod shard;
+pub mod stats;
+pub mod verdict;
+pub mod waiting;
+pub mod workers;
+
+use std::time::Instant;
+
+use reservation::payments::simulator::Ledger;
+use reservation::{EventId, Store, StoreOptions};
+
+use crate::sim_control::SimControl;
+
+pub use config::Config;
+pub use report::Report;
+
+/// Connects to the gateways' database with a small pool (the server is shared).
+pub async fn store(url: &str) -> anyhow::Result<Store> {
+    Ok(Store::connect(
+        url,
+        StoreOptions {
+            max_connections: 4,
+            ..StoreOptions::default()
+        },
+    )
+    .await?)
+}
+
+/// Buyers who mean to buy: they stay to the end and pay with a card that can succeed.
+pub fn demand(config: &Config) -> u64 {
+    (0..config.arrivals)
+        .map(|i| plan::Plan::draw(config, i))
+        .filter(|p| p.wants_to_buy() && p.card != "pm_card_error")
+        .count() as u64
+}
+
+/// The whole run: create the event, drive the buyers (in this process or in workers), wait for
+/// payments to settle, judge, measure the baseline, report.
+pub async fn run(mut config: Config) -> anyhow::Result<Report> {
+    config.validate()?;
+    let began = Instant::now();
+    let store = store(&config.database_url).await?;
+    let sim = SimControl::new(&config.sim_url);
+    let organizer = organizer::Organizer::new(&config)?;
+    let cpu_before = cpu::sample(&config.watch_pids);
+    organizer.create_event(&config).await?;
+    let start_ms = context::unix_ms();
+    config.start_ms = Some(start_ms);
+
+    let partial = if config.workers > 1 {
+        workers::run(&config).await?
+    } else {
+        shard::run(&config, 0).await?
+    };
+
+    let unfinished = partial.get("outcome_unfinished");
+    let event: EventId = config
+        .event
+        .parse()
+        .map_err(|e| anyhow::anyhow!("event id: {e}"))?;
+    settle::wait(&store, &event, &config).await?;
+    let final_stats = organizer.stats().await.unwrap_or_default();
+    let ledger: Ledger = sim.ledger().await?;
+    let facts = verdict::Facts {
+        partial: &partial,
+        demand: demand(&config),
+        seat_count: u64::from(config.seat_count),
+        max_active: u64::from(config.max_active),
+        unfinished,
+    };
+    let verdict = verdict::judge(&store, &event, &ledger, &facts).await?;
+    let wall_s = began.elapsed().as_secs_f64();
+    let cpu = cpu::split(&cpu_before, &cpu::sample(&config.watch_pids));
+
+    let baseline = if config.baseline_s > 0 {
+        Some(baseline::measure(&config).await?)
+    } else {
+        None
+    };
+    let mut report = report::build(
+        &partial,
+        report::Inputs {
+            event: config.event.clone(),
+            scenario: serde_json::to_value(&config)?,
+            wall_s,
+            arrivals: config.arrivals,
+            baseline_joins_per_s: baseline.as_ref().map(|b| b.bare_per_s),
+            cpu,
+            final_stats,
+            verdict,
+        },
+    );
+    if let Some(b) = baseline {
+        report.counts.insert(
+            "baseline_gateway_joins_per_s".into(),
+            b.gateway_per_s.round() as u64,
+        );
+    }
+    if let Some(scenario) = report.scenario.as_object_mut() {
+        scenario.remove("organizer_key");
+        scenario.remove("database_url");
+    }
+    if let Some(path) = &config.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(report)
+}

@@ -1,0 +1,256 @@
+//! What buyers record while they run: live counters (for the progress bars), latency
+//! histograms, errors by code and the facts the queue-order check needs. One `Stats` per worker
+//! process; `Partial` is its serialisable form, merged across workers.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Live gauges and totals shown while running.
+#[derive(Default)]
+pub struct Live {
+    pub arrived: AtomicU64,
+    pub joined: AtomicU64,
+    pub waiting: AtomicI64,
+    pub offered: AtomicU64,
+    pub admitted: AtomicU64,
+    pub holding: AtomicI64,
+    pub paying: AtomicI64,
+    pub sold: AtomicU64,
+    pub sold_out_notices: AtomicU64,
+    pub done: AtomicU64,
+    pub sockets: AtomicI64,
+    pub errors: AtomicU64,
+}
+
+impl Live {
+    pub fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn gauge(gauge: &AtomicI64, delta: i64) {
+        gauge.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+/// Histogram names, in milliseconds unless said otherwise.
+pub const HISTOGRAMS: [&str; 8] = [
+    "join_ms",
+    "queue_wait_ms",
+    "claim_ms",
+    "hold_won_ms",
+    "hold_lost_ms",
+    "checkout_to_confirmed_ms",
+    // Absolute: ms since the run's start when each buyer learned "sold out".
+    "sold_out_learned_at_ms",
+    "poll_ms",
+];
+
+#[derive(Default, Serialize, Deserialize, Clone, Debug)]
+pub struct Partial {
+    pub buyers: u64,
+    /// Outcome and event counts (joined, offered, admitted, bought, lapsed, …).
+    pub counts: BTreeMap<String, u64>,
+    /// Errors by problem code (or transport error kind).
+    pub errors: BTreeMap<String, u64>,
+    /// name → recorded (value, count) pairs.
+    pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
+    /// ETA honesty: buyers given a wait range, and those whose actual wait fell inside it.
+    pub eta_given: u64,
+    pub eta_inside: u64,
+    /// First and last successful join and claim, ms since the run's start.
+    pub join_span_ms: Option<(u64, u64)>,
+    pub admit_span_ms: Option<(u64, u64)>,
+    /// Queue order keys (see `order.rs`): the latest among buyers who were offered, and the
+    /// earliest among buyers still waiting when the queue sold out.
+    pub last_offered_key: Option<String>,
+    pub first_unoffered_key: Option<String>,
+    /// Idempotency seen from the client: a repeated checkout or claim answered differently.
+    pub two_tab_mismatches: Vec<String>,
+    /// Sessions claimed by buyers of this worker (session id per buyer).
+    pub sessions_claimed: u64,
+    /// CPU seconds used by this worker process.
+    pub cpu_s: f64,
+}
+
+pub struct Stats {
+    pub live: Live,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    partial: Partial,
+    histograms: BTreeMap<&'static str, Histogram<u64>>,
+}
+
+fn widen(span: &mut Option<(u64, u64)>, at: u64) {
+    *span = Some(match *span {
+        None => (at, at),
+        Some((a, b)) => (a.min(at), b.max(at)),
+    });
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stats {
+    pub fn new() -> Stats {
+        let histograms = HISTOGRAMS
+            .iter()
+            .map(|name| {
+                // 1 ms .. 1 day at 3 significant figures; bounds are constants, so this holds.
+                let h = Histogram::new_with_bounds(1, 86_400_000, 3)
+                    .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"));
+                (*name, h)
+            })
+            .collect();
+        Stats {
+            live: Live::default(),
+            inner: Mutex::new(Inner {
+                partial: Partial::default(),
+                histograms,
+            }),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    pub fn record(&self, name: &'static str, ms: u64) {
+        self.with(|i| {
+            if let Some(h) = i.histograms.get_mut(name) {
+                h.saturating_record(ms.max(1));
+            }
+        });
+    }
+
+    pub fn count(&self, name: &str) {
+        self.with(|i| *i.partial.counts.entry(name.to_owned()).or_default() += 1);
+    }
+
+    pub fn error(&self, code: &str) {
+        Live::add(&self.live.errors);
+        self.with(|i| *i.partial.errors.entry(code.to_owned()).or_default() += 1);
+    }
+
+    pub fn joined_at(&self, at_ms: u64) {
+        self.with(|i| widen(&mut i.partial.join_span_ms, at_ms));
+    }
+
+    pub fn admitted_at(&self, at_ms: u64) {
+        self.with(|i| {
+            widen(&mut i.partial.admit_span_ms, at_ms);
+            i.partial.sessions_claimed += 1;
+        });
+    }
+
+    pub fn eta(&self, inside: bool) {
+        self.with(|i| {
+            i.partial.eta_given += 1;
+            i.partial.eta_inside += u64::from(inside);
+        });
+    }
+
+    pub fn offered_key(&self, key: &str) {
+        self.with(|i| {
+            let slot = &mut i.partial.last_offered_key;
+            if slot.as_deref().is_none_or(|k| k < key) {
+                *slot = Some(key.to_owned());
+            }
+        });
+    }
+
+    pub fn unoffered_key(&self, key: &str) {
+        self.with(|i| {
+            let slot = &mut i.partial.first_unoffered_key;
+            if slot.as_deref().is_none_or(|k| k > key) {
+                *slot = Some(key.to_owned());
+            }
+        });
+    }
+
+    pub fn mismatch(&self, what: String) {
+        self.with(|i| i.partial.two_tab_mismatches.push(what));
+    }
+
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        self.with(|i| i.partial.errors.clone())
+    }
+
+    pub fn partial(&self, buyers: u64) -> Partial {
+        self.with(|i| {
+            let mut p = i.partial.clone();
+            p.buyers = buyers;
+            for (name, h) in &i.histograms {
+                p.histograms.insert(
+                    (*name).to_owned(),
+                    h.iter_recorded()
+                        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                        .collect(),
+                );
+            }
+            p
+        })
+    }
+}
+
+impl Partial {
+    /// Folds another worker's partial report into this one.
+    pub fn merge(&mut self, other: Partial) {
+        self.buyers += other.buyers;
+        for (k, v) in other.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+        for (k, v) in other.errors {
+            *self.errors.entry(k).or_default() += v;
+        }
+        for (k, v) in other.histograms {
+            self.histograms.entry(k).or_default().extend(v);
+        }
+        self.eta_given += other.eta_given;
+        self.eta_inside += other.eta_inside;
+        for (mine, theirs) in [
+            (&mut self.join_span_ms, other.join_span_ms),
+            (&mut self.admit_span_ms, other.admit_span_ms),
+        ] {
+            if let Some((a, b)) = theirs {
+                widen(mine, a);
+                widen(mine, b);
+            }
+        }
+        if let Some(k) = other.last_offered_key
+            && self.last_offered_key.as_ref().is_none_or(|m| *m < k)
+        {
+            self.last_offered_key = Some(k);
+        }
+        if let Some(k) = other.first_unoffered_key
+            && self.first_unoffered_key.as_ref().is_none_or(|m| *m > k)
+        {
+            self.first_unoffered_key = Some(k);
+        }
+        self.two_tab_mismatches.extend(other.two_tab_mismatches);
+        self.sessions_claimed += other.sessions_claimed;
+        self.cpu_s += other.cpu_s;
+    }
+
+    pub fn histogram(&self, name: &str) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, 86_400_000, 3)
+            .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"));
+        for (v, n) in self.histograms.get(name).into_iter().flatten() {
+            h.saturating_record_n(*v, *n);
+        }
+        h
+    }
+
+    pub fn get(&self, name: &str) -> u64 {
+        self.counts.get(name).copied().unwrap_or(0)
+    }
+}

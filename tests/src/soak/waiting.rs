@@ -1,0 +1,249 @@
+//! Waiting for one's turn, as the waiting-room page does: on the WebSocket (reconnecting with
+//! the same token when told to or when the socket drops), or polling the JSON status at the
+//! server's `retry_after_s`.
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::client::Socket;
+use super::context::Ctx;
+use super::plan::Plan;
+use super::stats::Live;
+
+/// How the wait ended.
+pub enum Turn {
+    /// Offered; a WebSocket buyer keeps the socket to claim on.
+    Offered(Option<Box<Socket>>),
+    SoldOut,
+    Closed,
+    Lapsed,
+    /// The run's deadline came first.
+    TimedOut,
+}
+
+/// The first wait estimate the buyer was shown: when, and its range in seconds.
+#[derive(Clone, Copy)]
+pub struct Eta {
+    pub at: Instant,
+    pub low_s: u64,
+    pub high_s: u64,
+}
+
+/// The server states its range as 0.8…1.25 × the point estimate; a socket only carries the point.
+fn eta_from_point(s: u64) -> Eta {
+    Eta {
+        at: Instant::now(),
+        low_s: (s as f64 * 0.8).floor() as u64,
+        high_s: (s as f64 * 1.25).ceil() as u64,
+    }
+}
+
+fn eta_from_status(body: &Value) -> Option<Eta> {
+    let range = body.get("estimated_wait_range_s")?.as_array()?;
+    Some(Eta {
+        at: Instant::now(),
+        low_s: range.first()?.as_u64()?,
+        high_s: range.get(1)?.as_u64()?,
+    })
+}
+
+pub struct Waiter<'a> {
+    pub ctx: &'a Ctx,
+    pub plan: &'a Plan,
+    pub token: &'a str,
+    pub eta: Option<Eta>,
+}
+
+impl Waiter<'_> {
+    pub async fn wait(&mut self) -> Turn {
+        if self.plan.websocket {
+            // Only so many sockets fit in one process; the rest poll, as a browser would
+            // whose socket cannot connect.
+            if let Ok(permit) = self.ctx.net.sockets.try_acquire() {
+                if let Some(turn) = self.on_socket().await {
+                    drop(permit);
+                    return turn;
+                }
+                drop(permit);
+                self.ctx.stats.count("ws_fell_back_to_polling");
+            } else {
+                self.ctx.stats.count("ws_over_budget_polled");
+            }
+        }
+        self.polling().await
+    }
+
+    /// `None`: the socket could not be kept; fall back to polling.
+    async fn on_socket(&mut self) -> Option<Turn> {
+        let path = format!(
+            "/api/events/{}/queue/ws?token={}",
+            self.ctx.event, self.token
+        );
+        let mut failures = 0u32;
+        loop {
+            let mut ws = match self.ctx.net.websocket(self.plan.gateway, &path).await {
+                Ok(ws) => ws,
+                Err(code) => {
+                    self.ctx.stats.error(&code);
+                    failures += 1;
+                    if failures > 3 {
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(500 * u64::from(failures))).await;
+                    continue;
+                }
+            };
+            Live::gauge(&self.ctx.live().sockets, 1);
+            let outcome = self.listen(&mut ws).await;
+            Live::gauge(&self.ctx.live().sockets, -1);
+            match outcome {
+                Heard::Turn(Turn::Offered(_)) => return Some(Turn::Offered(Some(Box::new(ws)))),
+                Heard::Turn(turn) => {
+                    let _ = ws.close(None).await;
+                    return Some(turn);
+                }
+                Heard::Reconnect(after) => {
+                    self.ctx.stats.count("ws_reconnect_asked");
+                    tokio::time::sleep(after).await;
+                }
+                Heard::Dropped => {
+                    self.ctx.stats.error("ws_dropped");
+                    failures += 1;
+                    if failures > 3 {
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(500 * u64::from(failures))).await;
+                }
+                Heard::Refused => return None,
+            }
+        }
+    }
+
+    async fn listen(&mut self, ws: &mut Socket) -> Heard {
+        loop {
+            let frame = tokio::time::timeout_at(self.ctx.deadline, ws.next()).await;
+            let Ok(frame) = frame else {
+                return Heard::Turn(Turn::TimedOut);
+            };
+            let text = match frame {
+                Some(Ok(Message::Text(t))) => t,
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Heard::Dropped,
+                Some(Ok(_)) => continue,
+            };
+            let Ok(m) = serde_json::from_str::<Value>(text.as_str()) else {
+                self.ctx.stats.error("ws_non_json");
+                continue;
+            };
+            match m.get("type").and_then(Value::as_str) {
+                Some("position") => {
+                    if self.eta.is_none()
+                        && let Some(s) = m.get("estimated_wait_s").and_then(Value::as_u64)
+                    {
+                        self.eta = Some(eta_from_point(s));
+                    }
+                }
+                Some("offered") => return Heard::Turn(Turn::Offered(None)),
+                Some("status") => match m.get("status").and_then(Value::as_str) {
+                    Some("sold_out") => return Heard::Turn(Turn::SoldOut),
+                    Some("closed") => return Heard::Turn(Turn::Closed),
+                    Some("offer_lapsed") => return Heard::Turn(Turn::Lapsed),
+                    _ => {}
+                },
+                Some("reconnect") => {
+                    let after = m.get("after_ms").and_then(Value::as_u64).unwrap_or(1000);
+                    return Heard::Reconnect(Duration::from_millis(after));
+                }
+                Some("error") => {
+                    let code = m.get("code").and_then(Value::as_str).unwrap_or("ws_error");
+                    self.ctx.stats.error(&format!("ws_{code}"));
+                    return Heard::Refused;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    async fn polling(&mut self) -> Turn {
+        let path = format!("/api/events/{}/queue/status", self.ctx.event);
+        loop {
+            if Instant::now() >= self.ctx.deadline {
+                return Turn::TimedOut;
+            }
+            let asked = Instant::now();
+            let answer = self
+                .ctx
+                .call(self.plan, Method::GET, &path, Some(self.token), None, None)
+                .await;
+            self.ctx
+                .stats
+                .record("poll_ms", asked.elapsed().as_millis() as u64);
+            let mut wait_s = 2;
+            match answer {
+                Some(a) if a.status.is_success() => {
+                    wait_s = a
+                        .body
+                        .get("retry_after_s")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(2);
+                    match a.body.get("status").and_then(Value::as_str) {
+                        Some("offered") => return Turn::Offered(None),
+                        Some("admitted") => return Turn::Offered(None),
+                        Some("sold_out") => return Turn::SoldOut,
+                        Some("closed") => return Turn::Closed,
+                        Some("offer_lapsed") => return Turn::Lapsed,
+                        _ => {
+                            if self.eta.is_none() {
+                                self.eta = eta_from_status(&a.body);
+                            }
+                        }
+                    }
+                }
+                Some(a) => wait_s = a.retry_after_s.unwrap_or(2),
+                None => {}
+            }
+            tokio::time::sleep(Duration::from_secs(wait_s.clamp(1, 60))).await;
+        }
+    }
+}
+
+enum Heard {
+    Turn(Turn),
+    Reconnect(Duration),
+    Dropped,
+    Refused,
+}
+
+/// Claims on the socket; returns the `admitted` message's body or the error code.
+pub async fn claim_on_socket(ws: &mut Socket) -> Result<Value, String> {
+    ws.send(Message::Text(json!({"type": "claim"}).to_string().into()))
+        .await
+        .map_err(|_| "ws_send".to_owned())?;
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .map_err(|_| "ws_claim_timeout".to_owned())?;
+        match frame {
+            Some(Ok(Message::Text(t))) => {
+                let m: Value = serde_json::from_str(t.as_str()).unwrap_or(Value::Null);
+                match m.get("type").and_then(Value::as_str) {
+                    Some("admitted") => return Ok(m),
+                    Some("error") => {
+                        return Err(m
+                            .get("code")
+                            .and_then(Value::as_str)
+                            .unwrap_or("ws_error")
+                            .to_owned());
+                    }
+                    _ => {}
+                }
+            }
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Err("ws_dropped".into()),
+            Some(Ok(_)) => {}
+        }
+    }
+}
