@@ -6,7 +6,9 @@
 #   bash tests/soak/run.sh --arrivals 20000 --seat-count 2000 --window-s 30   # see README.md
 #
 # Environment: DATABASE_URL (a database on the server to create the scratch one beside),
-# REDIS_URL, GATEWAYS (number of gateway processes, default 1), SOAK_KEEP_LOGS=1 to keep logs.
+# REDIS_URL, GATEWAYS (number of gateway processes, default 1), SOAK_KEEP_LOGS=1 to keep logs,
+# SOAK_RELEASE=1 to build and run release binaries (the fair setting for big runs; CI uses the
+# test build's debug binaries so nothing recompiles).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -14,7 +16,13 @@ DATABASE_URL="${DATABASE_URL:?set DATABASE_URL, e.g. postgres://postgres@127.0.0
 REDIS_URL="${REDIS_URL:?set REDIS_URL, e.g. redis://127.0.0.1:6379}"
 GATEWAYS="${GATEWAYS:-1}"
 
-cargo build --workspace --all-features --locked --bins
+if [ "${SOAK_RELEASE:-0}" = 1 ]; then
+  cargo build --release --all-features --locked -p gateway -p floodgate-tests --bins
+  bin=target/release
+else
+  cargo build --workspace --all-features --locked --bins
+  bin=target/debug
+fi
 
 server="${DATABASE_URL%/*}"
 db="soak_$$"
@@ -34,7 +42,7 @@ secret="whsec_soak_$$_$RANDOM$RANDOM"
 key="org_soak_$$_$RANDOM$RANDOM"
 
 # The simulator prints "simulator listening on http://127.0.0.1:PORT" once bound.
-target/debug/simulator --listen 127.0.0.1:0 --webhook-secret "$secret" --seed $$ \
+"$bin/simulator" --listen 127.0.0.1:0 --webhook-secret "$secret" --seed $$ \
   >"$scratch/sim.out" 2>"$scratch/sim.log" &
 pids+=($!)
 sim_pid=$!
@@ -49,7 +57,7 @@ for i in $(seq "$GATEWAYS"); do
   FLOODGATE_PAYMENT_URL="$sim_url" FLOODGATE_WEBHOOK_SECRET="$secret" FLOODGATE_ORGANIZER_KEY="$key" \
   FLOODGATE_TRUSTED_PROXIES=127.0.0.0/8 FLOODGATE_DEMO=false FLOODGATE_LOG=json \
   RUST_LOG="${GATEWAY_LOG:-warn,gateway=info}" \
-    target/debug/gateway 2>"$scratch/gateway-$i.log" &
+    "$bin/gateway" 2>"$scratch/gateway-$i.log" &
   pids+=($!)
   watch="$watch,$!"
   addr=""
@@ -74,5 +82,5 @@ curl -fsS -X POST "$sim_url/_sim/knobs" -H 'content-type: application/json' -d "
   \"webhook_out_of_order\": true, \"reorder_window_ms\": 200
 }" >/dev/null
 
-target/debug/soak "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
+"$bin/soak" "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
   --sim-url "$sim_url" --watch-pid "$watch" "$@"
