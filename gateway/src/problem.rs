@@ -50,7 +50,9 @@ impl Problem {
     }
 
     pub fn overloaded(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", detail).retry_after(1)
+        // Jittered 2–5 s: a shed crowd told "1" comes back as one wave a second later.
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", detail)
+            .retry_after(rand::random_range(2..=5))
     }
 
     /// An internal failure: logged once where it happened, shown to the client generically.
@@ -124,6 +126,11 @@ mod tests {
     async fn overloaded_has_retry_after() {
         let response = Problem::overloaded("database away").into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+        let retry: u64 = response.headers()[header::RETRY_AFTER]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((2..=5).contains(&retry), "jittered, got {retry}");
     }
 }

@@ -43,6 +43,9 @@ pub(crate) struct RedisQueue {
     scripts: Scripts,
 }
 
+/// How long a Redis reply may take before the call fails (and the caller retries or sheds).
+const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The keys of one event, in the order the scripts' prelude names them.
 fn keys(event: &str) -> [String; 14] {
     let names = [
@@ -83,7 +86,14 @@ impl RedisQueue {
             (Conn::Cluster(client.get_async_connection().await?), None)
         } else {
             let client = redis::Client::open(url)?;
-            let conn = Conn::Single(ConnectionManager::new(client.clone()).await?);
+            // redis-rs gives up on a reply after 500 ms by default: a gateway short of CPU then
+            // fails every tick and join although Redis answered in microseconds (seen in the
+            // soak). The overload layer, not this timeout, bounds what waits.
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_response_timeout(Some(REPLY_TIMEOUT))
+                .set_connection_timeout(Some(REPLY_TIMEOUT));
+            let conn =
+                Conn::Single(ConnectionManager::new_with_config(client.clone(), config).await?);
             (conn, Some(client))
         };
         Ok(RedisQueue {
