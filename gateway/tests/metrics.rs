@@ -157,6 +157,13 @@ async fn metrics_cover_a_mini_sale() {
     let listening = app.join_queue(&event).await;
     let mut socket = app.open_socket(&listening).await;
     socket.next().await.expect("the socket speaks");
+    // Ticks reach sockets only when the queue changes: joins in separate ticks make separate ticks, and a
+    // tick's fan-out time is recorded when the next one begins.
+    for _ in 0..3 {
+        app.join_queue(&event).await;
+        // The meter ticks every 100 ms: joins further apart land in different ticks.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 
     // An offer nobody claims, on an event with one-second offers: it lapses.
     let lapsing = app
