@@ -10,43 +10,8 @@ use std::collections::BTreeSet;
 use reqwest::Method;
 use serde_json::Value;
 
+use support::contract::API_MD;
 use support::{Backends, spawn_app};
-
-/// Every route of API.md (method, path), copied from its tables and its Operations line.
-const API_MD: &[(&str, &str)] = &[
-    // Buyer API
-    ("post", "/api/events/{event}/queue"),
-    ("get", "/api/events/{event}/queue/status"),
-    ("post", "/api/events/{event}/queue/claim"),
-    ("get", "/api/events/{event}/queue/ws"),
-    ("get", "/api/events/{event}"),
-    ("get", "/api/events/{event}/seats"),
-    ("get", "/api/events/{event}/fairness"),
-    ("get", "/api/session"),
-    ("post", "/api/events/{event}/holds"),
-    ("post", "/api/holds/{hold}/extend"),
-    ("post", "/api/holds/{hold}/checkout"),
-    ("delete", "/api/holds/{hold}"),
-    ("get", "/api/holds/{hold}"),
-    ("get", "/api/orders/{order}"),
-    // Payment provider protocol: the webhook the gateway receives
-    ("post", "/api/payments/webhook"),
-    // Organizer API
-    ("post", "/api/admin/events"),
-    ("post", "/api/admin/events/{event}/seats"),
-    ("patch", "/api/admin/events/{event}/admission"),
-    ("get", "/api/admin/events/{event}/stats"),
-    ("get", "/api/admin/events/{event}/stuck"),
-    ("post", "/api/admin/events/{event}/close"),
-    // Operations
-    ("get", "/healthz"),
-    ("get", "/readyz"),
-    ("get", "/metrics"),
-    ("get", "/"),
-    ("get", "/admin"),
-    // The document itself (API.md's introduction)
-    ("get", "/api/openapi.json"),
-];
 
 const METHODS: &[&str] = &[
     "get", "put", "post", "delete", "options", "head", "patch", "trace",

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use support::buyer::{Held, seat};
+use support::contract::API_MD;
 use support::rows::{Rows, group};
 use support::{Backends, TestApp, spawn_app};
 
@@ -287,36 +288,6 @@ async fn stats_and_stuck_match_the_database_after_a_mini_sale() {
     assert_stats_match(&app, &event, [2, 0, 0, 4]).await;
 }
 
-/// API.md's routes (method, path): the contract the document must cover.
-const CONTRACT: &[(&str, &str)] = &[
-    ("post", "/api/events/{event}/queue"),
-    ("get", "/api/events/{event}/queue/status"),
-    ("post", "/api/events/{event}/queue/claim"),
-    ("get", "/api/events/{event}/queue/ws"),
-    ("get", "/api/events/{event}"),
-    ("get", "/api/events/{event}/seats"),
-    ("get", "/api/events/{event}/fairness"),
-    ("get", "/api/session"),
-    ("post", "/api/events/{event}/holds"),
-    ("post", "/api/holds/{hold}/extend"),
-    ("post", "/api/holds/{hold}/checkout"),
-    ("delete", "/api/holds/{hold}"),
-    ("get", "/api/holds/{hold}"),
-    ("get", "/api/orders/{order}"),
-    ("post", "/api/payments/webhook"),
-    ("post", "/api/admin/events"),
-    ("post", "/api/admin/events/{event}/seats"),
-    ("patch", "/api/admin/events/{event}/admission"),
-    ("get", "/api/admin/events/{event}/stats"),
-    ("get", "/api/admin/events/{event}/stuck"),
-    ("post", "/api/admin/events/{event}/close"),
-    ("get", "/healthz"),
-    ("get", "/readyz"),
-    ("get", "/metrics"),
-    ("get", "/"),
-    ("get", "/admin"),
-];
-
 #[tokio::test]
 async fn openapi_lists_every_route_and_the_router_knows_each() {
     let app = spawn_app(Backends::Embedded).await;
@@ -326,7 +297,7 @@ async fn openapi_lists_every_route_and_the_router_knows_each() {
         "{doc}"
     );
     let paths = doc["paths"].as_object().expect("paths");
-    for (method, path) in CONTRACT {
+    for (method, path) in API_MD {
         let pages = *path == "/" || *path == "/admin";
         assert!(
             pages || paths.get(*path).is_some_and(|p| p.get(*method).is_some()),
@@ -358,7 +329,7 @@ async fn openapi_lists_every_route_and_the_router_knows_each() {
         }
     }
     assert!(
-        called >= CONTRACT.len() - 2,
+        called >= API_MD.len() - 2,
         "only {called} operations documented"
     );
 }

@@ -7,12 +7,14 @@
 //! - `buyer.rs`: buyer verbs (`join_queue`, `claim`, `hold`, `checkout`, …) and `create_event`
 //! - `socket.rs`: the waiting-room WebSocket (`wait_for_turn`, claim over the socket)
 //! - `tokens.rs`: hand-made JWTs (forged, expired, `alg: none`)
+//! - `contract.rs`: API.md's routes, which the OpenAPI document and the router must cover
 //! - `rows.rs`: what the database holds, for "nothing changed" and stats checks
 //!
 //! Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
 pub mod buyer;
+pub mod contract;
 pub mod http;
 pub mod rows;
 pub mod socket;
