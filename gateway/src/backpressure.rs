@@ -68,8 +68,10 @@ async fn judge(state: &AppState, limits: &Thresholds) -> Vec<String> {
         unhealthy.push("database".to_owned());
     }
     match state.store.outbox_lag().await {
-        // The gauges of the same figures are `ops_gauges.rs`'s.
         Ok(backlog) => {
+            metrics::gauge!("floodgate_outbox_depth").set(backlog.depth as f64);
+            metrics::gauge!("floodgate_outbox_oldest_age_seconds")
+                .set(backlog.oldest_age_ms as f64 / 1000.0);
             if u128::try_from(backlog.oldest_age_ms).unwrap_or(0) > limits.outbox_age.as_millis() {
                 unhealthy.push("outbox_age".to_owned());
             }

@@ -1,6 +1,6 @@
 //! The figures `/metrics` samples once a second rather than counts where they happen: queue
 //! state per live event (offers, lapses, admissions per minute against the configured rate,
-//! Redis epoch changes), the outbox, the sweeper, payment outcomes and time spent paying,
+//! Redis epoch changes), the sweeper, payment outcomes and time spent paying,
 //! the database pool and the in-flight budgets.
 //!
 //! Database-derived figures are the same on every instance (they read shared rows): aggregate
@@ -162,12 +162,8 @@ impl Sampler {
     async fn database(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
         let pool = state.store.pool();
         let dialect = state.store.dialect();
-        if let Ok(backlog) = state.store.outbox_lag().await {
-            metrics::gauge!("floodgate_outbox_depth").set(backlog.depth as f64);
-            metrics::gauge!("floodgate_outbox_oldest_age_seconds")
-                .set(backlog.oldest_age_ms as f64 / 1000.0);
-        }
-
+        // The outbox gauges are set by `backpressure.rs`, which reads the same figure each
+        // second (whether or not backpressure acts on it).
         let lag: i64 = sqlx::query(SWEEPER_LAG.get(dialect))
             .fetch_one(pool)
             .await?

@@ -25,11 +25,20 @@ pub async fn fresh_postgres() -> Store {
 }
 
 pub async fn fresh_postgres_with(options: StoreOptions) -> Store {
+    let db_url = fresh_database_url("t_").await;
+    Store::connect(&db_url, options)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect/migrate fresh database {db_url}: {e:?}"))
+}
+
+/// Creates an empty database named `<prefix><uuid>` on the server of `DATABASE_URL` and returns
+/// its URL (the test script drops such databases left by earlier runs).
+pub async fn fresh_database_url(prefix: &str) -> String {
     let url = database_url();
     let mut admin = sqlx::postgres::PgConnection::connect(&url).await.unwrap_or_else(|e| {
         panic!("PostgreSQL does not answer at DATABASE_URL={url}: {e} (start it, or set DATABASE_URL)")
     });
-    let name = format!("t_{}", uuid::Uuid::now_v7().simple());
+    let name = format!("{prefix}{}", uuid::Uuid::now_v7().simple());
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
         .execute(&mut admin)
         .await
@@ -40,10 +49,7 @@ pub async fn fresh_postgres_with(options: StoreOptions) -> Store {
         None => (url.as_str(), String::new()),
     };
     let server = base.rsplit_once('/').map_or(base, |(server, _db)| server);
-    let db_url = format!("{server}/{name}{query}");
-    Store::connect(&db_url, options)
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect/migrate fresh database {db_url}: {e:?}"))
+    format!("{server}/{name}{query}")
 }
 
 /// A fresh SQLite file in the temp folder, migrated.

@@ -28,7 +28,6 @@ use floodgate_tests::simulator::{SimServerConfig, SimulatorHandle};
 use gateway::config::{Config, Secret};
 use reservation::payments::simulator::{Knobs, SimulatorConfig};
 use reservation::{Store, StoreOptions};
-use sqlx::Connection;
 
 pub use http::Gateway;
 
@@ -189,24 +188,7 @@ async fn start(setup: &Setup, listener: tokio::net::TcpListener) -> Gateway {
 
 /// A fresh PostgreSQL database on the server of `DATABASE_URL`, migrated; its URL and a store.
 async fn fresh_postgres_url() -> (String, Store) {
-    let url = reservation::testing::database_url();
-    let mut admin = sqlx::postgres::PgConnection::connect(&url)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("PostgreSQL does not answer at DATABASE_URL={url}: {e} (start it, or set DATABASE_URL)")
-        });
-    let name = unique("t_e2e_");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
-        .execute(&mut admin)
-        .await
-        .unwrap_or_else(|e| panic!("cannot create database {name} via DATABASE_URL={url}: {e}"));
-    let _ = admin.close().await;
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url.as_str(), String::new()),
-    };
-    let server = base.rsplit_once('/').map_or(base, |(server, _db)| server);
-    let db_url = format!("{server}/{name}{query}");
+    let db_url = reservation::testing::fresh_database_url("t_e2e_").await;
     (db_url.clone(), open_store(&db_url).await)
 }
 
