@@ -78,3 +78,7 @@ cargo test --workspace --all-features --locked "$@"
 # Same features as the test build above, so nothing is compiled twice.
 cargo build --workspace --all-features --locked --bin gateway
 FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
+
+# The reduced soak: a whole on-sale through the public API, judged from the rows and the
+# payment ledger; any breach fails the suite.
+bash tests/soak/ci.sh

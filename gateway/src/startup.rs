@@ -104,10 +104,11 @@ pub async fn spawn_loops(
     tasks.spawn(async move { crate::ops_gauges::run(sampled, stop).await });
 
     // The payment loops get their own small pool, so a slow provider never starves requests.
+    // Jobs hold a connection only between provider calls, so 8 serve the worker's 64 jobs.
     let worker_store = state
         .store
         .sibling(StoreOptions {
-            max_connections: 4,
+            max_connections: 8,
             ..StoreOptions::default()
         })
         .await?;

@@ -71,7 +71,8 @@ impl Store {
         Ok(())
     }
 
-    /// Puts the job back to run after `delay`, optionally with a new payload.
+    /// Puts the job back to run after `delay`. A watching job (`payload` given) only looks
+    /// again later and does not count as backlog; any other retry is work still owed.
     pub(crate) async fn retry_job(
         &self,
         id: i64,
@@ -81,12 +82,13 @@ impl Store {
     ) -> Result<(), Error> {
         sqlx::query(self.sql(
             "update outbox set run_after = NOW + MSEC($2), lease_until = null, last_error = $3, \
-             payload = coalesce($4, payload) where id = $1 and done_at is null",
+             payload = coalesce($4, payload), watching = $5 where id = $1 and done_at is null",
         ))
         .bind(id)
         .bind(delay.as_millis() as i64)
         .bind(error)
         .bind(payload.map(|p| p.to_string()))
+        .bind(i32::from(payload.is_some()))
         .execute(&self.pool)
         .await?;
         Ok(())

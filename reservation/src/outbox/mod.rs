@@ -54,7 +54,7 @@ pub struct OutboxConfig {
 impl Default for OutboxConfig {
     fn default() -> Self {
         Self {
-            concurrency: 16,
+            concurrency: 64,
             lease: Duration::from_secs(60),
             poll: Duration::from_millis(250),
             backoff_base: Duration::from_millis(500),
@@ -69,8 +69,8 @@ pub(crate) enum Step {
     Done,
     /// Try again after the backoff for its try count.
     Retry(String),
-    /// Same, with a new payload.
-    RetryWith(String, serde_json::Value),
+    /// Nothing owed now: look again after the backoff, with a new payload. Not backlog.
+    Watch(String, serde_json::Value),
 }
 
 pub(crate) struct Ctx {
@@ -100,10 +100,13 @@ pub async fn run_outbox(
     });
     let mut shutdown = pin!(shutdown);
     let mut running: JoinSet<Result<(), Error>> = JoinSet::new();
+    // Claim in batches: one claim (a committed transaction) per finished job capped the
+    // worker at a few jobs in flight while hundreds were due.
+    let batch = (ctx.config.concurrency / 4).max(1);
     loop {
         let room = ctx.config.concurrency.saturating_sub(running.len());
-        let mut idle = true;
-        if room > 0 {
+        let mut idle = false;
+        if room >= batch || running.is_empty() {
             match ctx.store.claim_jobs(room, ctx.config.lease).await {
                 Ok(jobs) => {
                     idle = jobs.len() < room;
@@ -111,31 +114,36 @@ pub async fn run_outbox(
                         running.spawn(run_job(ctx.clone(), job));
                     }
                 }
-                Err(error) => tracing::warn!(%error, "outbox claim failed"),
+                Err(error) => {
+                    tracing::warn!(%error, "outbox claim failed");
+                    idle = true;
+                }
             }
         }
-        let full = running.len() >= ctx.config.concurrency;
-        let pause = if idle {
-            ctx.config.poll
-        } else {
-            Duration::ZERO
-        };
         tokio::select! {
             biased;
             () = &mut shutdown => break,
             Some(done) = running.join_next(), if !running.is_empty() => {
-                if let Ok(Err(Error::Crashed(c))) = done {
-                    // As if the process died here: in-flight jobs are dropped with the set and
-                    // their leases run out for another worker.
-                    return Err(Error::Crashed(c));
+                crashed(done)?;
+                while let Some(done) = running.try_join_next() {
+                    crashed(done)?;
                 }
             }
-            () = tokio::time::sleep(pause), if !full => {}
+            () = tokio::time::sleep(ctx.config.poll), if idle => {}
         }
     }
     // Let in-flight jobs end cleanly: an aborted one would only wait out its lease.
     while running.join_next().await.is_some() {}
     Ok(())
+}
+
+/// A failpoint "killed" the worker: as if the process died here, in-flight jobs are dropped
+/// with the set and their leases run out for another worker.
+fn crashed(done: Result<Result<(), Error>, tokio::task::JoinError>) -> Result<(), Error> {
+    match done {
+        Ok(Err(Error::Crashed(c))) => Err(Error::Crashed(c)),
+        _ => Ok(()),
+    }
 }
 
 #[tracing::instrument(skip_all, fields(job = job.id, kind = %job.kind, tries = job.tries))]
@@ -154,7 +162,7 @@ async fn run_job(ctx: Arc<Ctx>, job: Job) -> Result<(), Error> {
             let delay = claim::backoff(job.tries, ctx.config.backoff_base, ctx.config.backoff_max);
             ctx.store.retry_job(job.id, delay, &why, None).await
         }
-        Step::RetryWith(why, payload) => {
+        Step::Watch(why, payload) => {
             let delay = claim::backoff(job.tries, ctx.config.backoff_base, ctx.config.backoff_max);
             ctx.store
                 .retry_job(job.id, delay, &why, Some(&payload))

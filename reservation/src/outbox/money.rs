@@ -98,7 +98,7 @@ pub(super) async fn void(
         // Nothing there yet. A request that timed out may still land: look again a few times.
         Err(other) if job.checks_left > 0 => {
             let next = money_job(attempt, None, job.checks_left - 1);
-            return Ok(Step::RetryWith(format!("watching: {other:?}"), next));
+            return Ok(Step::Watch(format!("watching: {other:?}"), next));
         }
         Err(_) => return Ok(Step::Done),
     };
