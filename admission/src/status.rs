@@ -60,11 +60,22 @@ pub(crate) fn wait_estimate(
 }
 
 /// Poll interval: near the front ask often, far back rarely (polls are answered from cache but
-/// still cost a request each).
-pub(crate) fn retry_after_s(status: QueueStatus, position: Option<u64>) -> u64 {
+/// still cost a request each). Never longer than half the shortest expected wait, so a fast
+/// queue does not leave a poller asleep while its offer runs down.
+pub(crate) fn retry_after_s(
+    status: QueueStatus,
+    position: Option<u64>,
+    estimate: Option<(u64, u64, u64)>,
+) -> u64 {
     match status {
         QueueStatus::Offered => 1,
-        QueueStatus::Waiting => (2 + position.unwrap_or(0) / 100).min(30),
+        QueueStatus::Waiting => {
+            let by_place = (2 + position.unwrap_or(0) / 100).min(30);
+            match estimate {
+                Some((_, soonest, _)) => by_place.min((soonest / 2).max(1)),
+                None => by_place,
+            }
+        }
         QueueStatus::PreQueue | QueueStatus::Paused => 10,
         QueueStatus::SoldOut => 30,
         QueueStatus::Admitted | QueueStatus::OfferLapsed | QueueStatus::Closed => 60,
@@ -87,7 +98,7 @@ pub(crate) fn build(
         estimated_wait_s: estimate.map(|e| e.0),
         estimated_wait_range_s: estimate.map(|e| (e.1, e.2)),
         offer_expires_in_s,
-        retry_after_s: retry_after_s(status, position),
+        retry_after_s: retry_after_s(status, position, estimate),
     }
 }
 
@@ -103,8 +114,20 @@ mod tests {
         assert_eq!(p, 60);
         assert!(lo < p && p < hi);
         assert!(
-            retry_after_s(QueueStatus::Waiting, Some(5000))
-                > retry_after_s(QueueStatus::Waiting, Some(5))
+            retry_after_s(QueueStatus::Waiting, Some(5000), None)
+                > retry_after_s(QueueStatus::Waiting, Some(5), None)
         );
+    }
+
+    #[test]
+    fn a_fast_queue_shortens_the_poll_interval() {
+        // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
+        // poller is told to come back within 8 s rather than the 30 s its place alone gives.
+        let slow = build(QueueStatus::Waiting, Some(3000), Some(60.0), None);
+        assert_eq!(slow.retry_after_s, 30);
+        let fast = build(QueueStatus::Waiting, Some(3000), Some(9000.0), None);
+        assert_eq!(fast.retry_after_s, 8);
+        let front = build(QueueStatus::Waiting, Some(0), Some(9000.0), None);
+        assert_eq!(front.retry_after_s, 1);
     }
 }
