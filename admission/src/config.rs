@@ -18,7 +18,8 @@ pub struct AdmissionConfig {
     /// After a Redis loss, new join sequences start this far past the checkpoint, so nobody
     /// who joined after the last checkpoint is overtaken.
     pub recovery_margin: u64,
-    /// After a Redis loss, offers wait this long while returning tokens re-register.
+    /// After a Redis loss, offers wait this long while returning tokens re-register, and then
+    /// until 5 s have passed without a return (at most six times this long in all).
     pub reconnect_grace: Duration,
     /// How often a tick writes the checkpoint to the database.
     pub checkpoint_every: Duration,

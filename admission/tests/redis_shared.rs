@@ -247,6 +247,49 @@ async fn flushall_mid_queue_recovers() {
     drop(own);
 }
 
+/// After a wipe, a token coming back late in the reconnect grace keeps offers held 5 s past its
+/// return, so the tail of a slowed crowd is not overtaken; then offers resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_returns_extend_the_reconnect_grace() {
+    let own = ThrowawayRedis::start();
+    wait_for(&own.url).await;
+    let clock = support::clock_for(Kind::Redis);
+    let h = Harness::with(Kind::Redis, "grace", clock, own.url.clone(), |c| {
+        c.rate_per_min = 600;
+        c.max_active = 1_000;
+        c.offer_s = 60;
+    })
+    .await;
+    let before = h.join_n(50).await;
+    h.run(10, TICK).await;
+    let mut c = redis::Client::open(own.url.as_str())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("own redis");
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut c)
+        .await
+        .expect("FLUSHALL");
+    h.join().await; // notices the loss and recovers: the grace (10 s) starts now
+    h.adm
+        .status(&before[40].claims)
+        .await
+        .expect("early return");
+    // 8 s in, the last token comes back: the grace now ends 5 s later, at 13 s.
+    assert!(h.run(80, TICK).await.is_empty(), "no offers in the grace");
+    let st = h.adm.status(&before[49].claims).await.expect("late return");
+    assert_eq!(st.status, QueueStatus::Waiting, "{st:?}");
+    assert!(
+        h.run(45, TICK).await.is_empty(),
+        "offers still held 4.5 s after the late return"
+    );
+    let resumed = h.run(20, TICK).await;
+    assert!(!resumed.is_empty(), "offers resume once returns stop");
+    assert_eq!(resumed[0], before[40].claims.seq.min(before[49].claims.seq));
+    drop(own);
+}
+
 #[allow(dead_code)]
 fn _assert_send(a: Arc<Admission>) -> Arc<Admission> {
     a

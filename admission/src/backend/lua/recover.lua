@@ -4,7 +4,9 @@ if ep then return cjson.encode({created = false}) end
 redis.call('SET', K.seq, ARGV[3])
 redis.call('SET', K.served, ARGV[4])
 if tonumber(ARGV[5]) > 0 then
-  redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])))
+  -- Returning tokens may keep the grace open longer (ticket.lua); the key's expiry, six graces
+  -- (a minute by default), caps that, so offers always resume.
+  redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])), 'PX', 6 * tonumber(ARGV[5]))
 end
 if now >= tonumber(ARGV[6]) then redis.call('SET', K.cur, ARGV[3]) end
 redis.call('SET', K.ep, ARGV[2])

@@ -23,6 +23,12 @@ if ARGV[5] ~= ep and redis.call('SADD', K.rr, m) == 1 then
   -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
   local score = ARGV[3] == '1' and ARGV[4] or m
   redis.call('ZADD', K.z, score, m)
+  -- While tokens keep coming back, the grace stays open 5 s past the latest: a crowd slowed
+  -- by the reconnect herd (503s, Redis just restarted) is not overtaken by its own tail.
+  local grace = num(K.grace)
+  if grace > now and grace < now + 5000 then
+    redis.call('SET', K.grace, string.format('%d', now + 5000), 'KEEPTTL')
+  end
   return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. score), now = now})
 end
 return cjson.encode({s = 'lapsed', now = now})
