@@ -455,7 +455,7 @@ impl Store {
         state: &str,
         error: Option<&str>,
     ) -> Result<PaymentAttempt, Error> {
-        sqlx::query(self.sql(concat!(
+        let closed: PaymentAttempt = sqlx::query(self.sql(concat!(
             "update payment_attempts set state = $2, last_error = coalesce($3, last_error), updated_at = NOW \
              where attempt_id = $1 returning ",
             attempt_columns!()
@@ -465,7 +465,17 @@ impl Store {
         .bind(error)
         .fetch_one(&mut **tx)
         .await?
-        .try_into()
+        .try_into()?;
+        // Its authorize job, if it waits to try again, is owed nothing now: it will only look
+        // for money a timed-out request may still create, which is not backlog.
+        sqlx::query(
+            "update outbox set watching = 1 \
+             where attempt_id = $1 and kind = 'authorize' and done_at is null",
+        )
+        .bind(attempt.as_str())
+        .execute(&mut **tx)
+        .await?;
+        Ok(closed)
     }
 }
 
