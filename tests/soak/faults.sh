@@ -95,7 +95,9 @@ start_redis() { # port [extra flags]
 if [ "${REDIS_CLUSTER:-0}" = 1 ]; then
   nodes=()
   for i in 1 2 3; do
+    # A cluster node also listens on its port + 10000 (the cluster bus): keep that valid.
     port=$(free_port)
+    while [ "$port" -gt 55000 ]; do port=$(free_port); done
     mkdir -p "$scratch/redis-$i"
     start_redis "$port" --cluster-enabled yes --cluster-config-file "$scratch/redis-$i/nodes.conf" \
       --cluster-node-timeout 5000
