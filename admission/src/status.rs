@@ -70,7 +70,9 @@ pub(crate) fn retry_after_s(
     match status {
         QueueStatus::Offered => 1,
         QueueStatus::Waiting => {
-            let by_place = (2 + position.unwrap_or(0) / 100).min(30);
+            // Far back, every two minutes: 500,000 pollers at 30 s would be 16,000 requests a
+            // second; the bound below brings them closer as their turn nears.
+            let by_place = (2 + position.unwrap_or(0) / 100).min(120);
             match estimate {
                 Some((_, soonest, _)) => by_place.min((soonest / 2).max(1)),
                 None => by_place,
@@ -122,9 +124,11 @@ mod tests {
     #[test]
     fn a_fast_queue_shortens_the_poll_interval() {
         // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
-        // poller is told to come back within 8 s rather than the 30 s its place alone gives.
+        // poller is told to come back within 8 s rather than the 32 s its place alone gives.
         let slow = build(QueueStatus::Waiting, Some(3000), Some(60.0), None);
-        assert_eq!(slow.retry_after_s, 30);
+        assert_eq!(slow.retry_after_s, 32);
+        let far = build(QueueStatus::Waiting, Some(400_000), Some(60.0), None);
+        assert_eq!(far.retry_after_s, 120);
         let fast = build(QueueStatus::Waiting, Some(3000), Some(9000.0), None);
         assert_eq!(fast.retry_after_s, 8);
         let front = build(QueueStatus::Waiting, Some(0), Some(9000.0), None);

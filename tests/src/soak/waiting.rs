@@ -206,7 +206,7 @@ impl Waiter<'_> {
                 Some(a) => wait_s = a.retry_after_s.unwrap_or(2),
                 None => {}
             }
-            tokio::time::sleep(Duration::from_secs(wait_s.clamp(1, 60))).await;
+            tokio::time::sleep(Duration::from_secs(wait_s.clamp(1, 120))).await;
         }
     }
 }
