@@ -9,12 +9,13 @@
 #   bash tests/soak/faults.sh FAULT [soak flags...]        # figures and timelines: reports/FAULTS.md
 #
 # FAULT: none | kill-gateway | restart-redis | restart-postgres | pause-sim | stop-sim | slow-sim
+#        | stop-gateway | stop-redis | stop-postgres (SIGSTOP for PAUSE_S, then SIGCONT)
 # Environment:
 #   GATEWAYS (2)            gateway processes; the fault hits the last one, webhooks and the
 #                           organizer API use the first (as a load balancer's health check would)
 #   FAULT_AT_S (40)         when the fault starts, seconds after the soak starts
 #   RESTART_AFTER_S (-)     kill-gateway: start the killed gateway again (same port) this much later
-#   PAUSE_S (30)            pause-sim / stop-sim: how long the simulator stays paused / stopped
+#   PAUSE_S (30)            pause-sim / stop-*: how long the part stays paused / stopped
 #   SLOW_MS (8000-12000)    slow-sim: latency range "MIN-MAX" of every simulator call ...
 #   SLOW_FOR_S (60)         ... for this long, then back to 2-40 ms
 #   REDIS_CLUSTER=1         a 3-master Redis Cluster instead of one node
@@ -25,10 +26,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-fault="${1:?usage: faults.sh none|kill-gateway|restart-redis|restart-postgres|pause-sim|stop-sim|slow-sim [soak flags]}"
+fault="${1:?usage: faults.sh none|kill-gateway|restart-redis|restart-postgres|pause-sim|stop-sim|slow-sim|stop-gateway|stop-redis|stop-postgres [soak flags]}"
 shift
 case "$fault" in
-  none | kill-gateway | restart-redis | restart-postgres | pause-sim | stop-sim | slow-sim) ;;
+  none | kill-gateway | restart-redis | restart-postgres | pause-sim | stop-sim | slow-sim \
+    | stop-gateway | stop-redis | stop-postgres) ;;
   *) echo "error: unknown fault $fault" >&2; exit 2 ;;
 esac
 GATEWAYS="${GATEWAYS:-2}"
@@ -228,6 +230,32 @@ apply_fault() {
       sleep "$PAUSE_S"
       kill -CONT "$sim_pid"
       mark "recovery: SIGCONT simulator"
+      ;;
+    stop-gateway)
+      kill -STOP "${gateway_pids[$((victim - 1))]}"
+      mark "fault: SIGSTOP gateway $victim (:${gateway_ports[$((victim - 1))]}): its sockets and requests hang"
+      sleep "$PAUSE_S"
+      kill -CONT "${gateway_pids[$((victim - 1))]}"
+      mark "recovery: SIGCONT gateway $victim"
+      ;;
+    stop-redis)
+      kill -STOP "$redis_pid"
+      mark "fault: SIGSTOP redis-server :$redis_port (data kept, no answers)"
+      sleep "$PAUSE_S"
+      kill -CONT "$redis_pid"
+      mark "recovery: SIGCONT redis-server"
+      ;;
+    stop-postgres)
+      # The postmaster and every backend: a database that hangs rather than refuses.
+      pm=$(head -1 "$scratch/pg/postmaster.pid")
+      pg_pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
+      # shellcheck disable=SC2086
+      kill -STOP $pg_pids
+      mark "fault: SIGSTOP PostgreSQL (postmaster and backends)"
+      sleep "$PAUSE_S"
+      # shellcheck disable=SC2086
+      kill -CONT $pg_pids
+      mark "recovery: SIGCONT PostgreSQL"
       ;;
     slow-sim)
       knobs "{\"latency_min_ms\": ${SLOW_MS%-*}, \"latency_max_ms\": ${SLOW_MS#*-}}"
