@@ -110,19 +110,39 @@ async fn wait_for(url: &str) {
     panic!("own redis-server at {url} did not start");
 }
 
+/// A harness on a throwaway `redis-server` of the test's own (so it can be wiped): 600 offers
+/// a minute, 60 s offers, `max_active` slots.
+async fn own_redis_harness(name: &str, max_active: u32) -> (ThrowawayRedis, Harness) {
+    let own = ThrowawayRedis::start();
+    wait_for(&own.url).await;
+    let clock = support::clock_for(Kind::Redis);
+    let h = Harness::with(Kind::Redis, name, clock, own.url.clone(), |c| {
+        c.rate_per_min = 600;
+        c.max_active = max_active;
+        c.offer_s = 60;
+    })
+    .await;
+    (own, h)
+}
+
+/// Redis loses everything, as a restart without persistence would.
+async fn flushall(url: &str) {
+    let mut c = redis::Client::open(url)
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("own redis");
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut c)
+        .await
+        .expect("FLUSHALL");
+}
+
 /// FLUSHALL mid-queue: afterwards no session is issued twice, the cap holds, returning tokens
 /// keep their relative order, and arrivals after the wipe queue behind all earlier tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushall_mid_queue_recovers() {
-    let own = ThrowawayRedis::start();
-    wait_for(&own.url).await;
-    let clock = support::clock_for(Kind::Redis);
-    let h = Harness::with(Kind::Redis, "flush", clock, own.url.clone(), |c| {
-        c.rate_per_min = 600;
-        c.max_active = 30;
-        c.offer_s = 60;
-    })
-    .await;
+    let (own, h) = own_redis_harness("flush", 30).await;
     let max_active = 30;
     let before = h.join_n(200).await;
     let mut claimed: HashMap<u64, String> = HashMap::new();
@@ -150,15 +170,7 @@ async fn flushall_mid_queue_recovers() {
         offered_before.len()
     );
 
-    let mut c = redis::Client::open(own.url.as_str())
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("own redis");
-    let _: () = redis::cmd("FLUSHALL")
-        .query_async(&mut c)
-        .await
-        .expect("FLUSHALL");
+    flushall(&own.url).await;
 
     // A new arrival right after the wipe triggers the recovery and queues behind everyone.
     let newcomer = h.join().await;
@@ -251,26 +263,10 @@ async fn flushall_mid_queue_recovers() {
 /// return, so the tail of a slowed crowd is not overtaken; then offers resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_returns_extend_the_reconnect_grace() {
-    let own = ThrowawayRedis::start();
-    wait_for(&own.url).await;
-    let clock = support::clock_for(Kind::Redis);
-    let h = Harness::with(Kind::Redis, "grace", clock, own.url.clone(), |c| {
-        c.rate_per_min = 600;
-        c.max_active = 1_000;
-        c.offer_s = 60;
-    })
-    .await;
+    let (own, h) = own_redis_harness("grace", 1_000).await;
     let before = h.join_n(50).await;
     h.run(10, TICK).await;
-    let mut c = redis::Client::open(own.url.as_str())
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("own redis");
-    let _: () = redis::cmd("FLUSHALL")
-        .query_async(&mut c)
-        .await
-        .expect("FLUSHALL");
+    flushall(&own.url).await;
     h.join().await; // notices the loss and recovers: the grace (10 s) starts now
     h.adm
         .status(&before[40].claims)

@@ -117,6 +117,24 @@ impl Rig {
         }
     }
 
+    /// A new buyer holds `seat` and starts paying with `card` (the worker is not involved).
+    pub async fn checkout(
+        &self,
+        event: &EventId,
+        seat: &str,
+        card: &str,
+    ) -> (reservation::Hold, reservation::PaymentAttempt) {
+        let buyer = reservation::testing::session(&self.store, event).await;
+        let seat: reservation::SeatId = seat.parse().expect("seat id");
+        let hold = self.store.hold(&buyer, &[seat]).await.expect("hold");
+        let attempt = self
+            .store
+            .begin_payment(&buyer, &hold.hold_id, card)
+            .await
+            .expect("checkout");
+        (hold, attempt)
+    }
+
     /// The worker on its own small pool, as in the gateway.
     pub async fn start_worker(&self) -> Loop {
         let store = self

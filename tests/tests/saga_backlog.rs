@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use floodgate_tests::saga::Rig;
-use reservation::testing::{seeded_event, session};
-use reservation::{AttemptState, SeatId};
+use reservation::AttemptState;
+use reservation::testing::seeded_event;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abandoned_attempts_retrying_job_is_not_backlog() {
@@ -23,14 +23,7 @@ async fn an_abandoned_attempts_retrying_job_is_not_backlog() {
     .await;
     let worker = rig.start_worker().await;
     let reconciler = rig.start_reconciler().await;
-    let buyer = session(&rig.store, &ev).await;
-    let seat: SeatId = "S00001".parse().expect("seat id");
-    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
-    let attempt = rig
-        .store
-        .begin_payment(&buyer, &hold.hold_id, "pm_card_error")
-        .await
-        .expect("begin payment");
+    let (_, attempt) = rig.checkout(&ev, "S00001", "pm_card_error").await;
 
     let started = Instant::now();
     loop {

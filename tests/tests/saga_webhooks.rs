@@ -7,9 +7,9 @@ use std::time::Duration;
 use floodgate_tests::saga::{Rig, WEBHOOK_SECRET};
 use reservation::payments::webhook::{SignatureError, sign};
 use reservation::payments::{AuthorizeRequest, Outcome};
-use reservation::testing::{seeded_event, session};
+use reservation::testing::seeded_event;
 use reservation::webhook_intake::{WebhookAck, WebhookError, intake_webhook};
-use reservation::{AttemptState, HoldState, SeatId, Store};
+use reservation::{AttemptState, HoldState, Store};
 
 fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
@@ -51,14 +51,7 @@ async fn authorized_checkout(
     ev: &reservation::EventId,
     seat: &str,
 ) -> (reservation::Hold, reservation::PaymentAttempt, String) {
-    let buyer = session(&rig.store, ev).await;
-    let seat: SeatId = seat.parse().expect("seat");
-    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
-    let attempt = rig
-        .store
-        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
-        .await
-        .expect("checkout");
+    let (hold, attempt) = rig.checkout(ev, seat, "pm_card_visa").await;
     let req = AuthorizeRequest::new(
         attempt.attempt_id.as_str(),
         attempt.amount_cents,
@@ -75,14 +68,7 @@ async fn authorized_checkout(
 async fn refused_and_unmatched_deliveries_change_nothing() {
     let rig = Rig::new(Duration::from_secs(2)).await;
     let ev = seeded_event(&rig.store, 2, |_| {}).await;
-    let buyer = session(&rig.store, &ev).await;
-    let seat: SeatId = "S00001".parse().expect("seat");
-    let hold = rig.store.hold(&buyer, &[seat]).await.expect("hold");
-    let attempt = rig
-        .store
-        .begin_payment(&buyer, &hold.hold_id, "pm_card_visa")
-        .await
-        .expect("checkout");
+    let (hold, attempt) = rig.checkout(&ev, "S00001", "pm_card_visa").await;
     let secret = WEBHOOK_SECRET.as_bytes();
     let intake = async |sig: Option<&str>, body: &[u8]| {
         intake_webhook(&rig.store, &rig.provider, secret, sig, body).await
