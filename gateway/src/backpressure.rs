@@ -1,5 +1,5 @@
 //! Backpressure: once a second this instance judges the reservation core from what it sees —
-//! its holds' p99 latency, whether the database answers, how old the outbox's oldest job is —
+//! its holds' p99 latency, whether the database answers, how long the outbox's owed jobs have waited —
 //! and reports the verdict to admission, which slows offers while the core is unhealthy and
 //! stops them if it stays so (see `admission::Pressure`). Buyers are not admitted into a
 //! checkout that is failing; the organizer sees the share and the reasons in the stats and
@@ -72,7 +72,9 @@ async fn judge(state: &AppState, limits: &Thresholds) -> Vec<String> {
             metrics::gauge!("floodgate_outbox_depth").set(backlog.depth as f64);
             metrics::gauge!("floodgate_outbox_oldest_age_seconds")
                 .set(backlog.oldest_age_ms as f64 / 1000.0);
-            if u128::try_from(backlog.oldest_age_ms).unwrap_or(0) > limits.outbox_age.as_millis() {
+            metrics::gauge!("floodgate_outbox_tenth_age_seconds")
+                .set(backlog.tenth_age_ms as f64 / 1000.0);
+            if u128::try_from(backlog.tenth_age_ms).unwrap_or(0) > limits.outbox_age.as_millis() {
                 unhealthy.push("outbox_age".to_owned());
             }
         }

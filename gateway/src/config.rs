@@ -77,7 +77,8 @@ pub struct Config {
     )]
     pub backpressure_hold_p99_ms: u64,
 
-    /// Backpressure: an outbox job older than this means payments are not keeping up.
+    /// Backpressure: one owed outbox job in ten older than this means payments are not keeping
+    /// up (a single stuck job, such as one buyer's failing card, does not count).
     #[arg(
         long,
         env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S",

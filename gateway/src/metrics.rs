@@ -72,7 +72,11 @@ fn describe() {
     describe_gauge!("floodgate_outbox_depth", "outbox rows not done");
     describe_gauge!(
         "floodgate_outbox_oldest_age_seconds",
-        "age of the oldest outbox row not done"
+        "age of the oldest outbox job still owed (not only watching for late money)"
+    );
+    describe_gauge!(
+        "floodgate_outbox_tenth_age_seconds",
+        "the age one owed outbox job in ten exceeds: what backpressure judges payments by"
     );
     describe_histogram!(
         "floodgate_paying_age_seconds",

@@ -55,7 +55,7 @@ impl Store {
         }
         let sorted: Vec<SeatId> = ids.into_iter().cloned().collect();
         let json = serde_json::to_string(&sorted)?;
-        let busy = self.busy_seats(session, &json).await?;
+        let busy = self.busy_seats(session, &sorted, &json).await?;
         if !busy.is_empty() {
             return Err(Error::SeatUnavailable { seats: busy });
         }
@@ -67,22 +67,41 @@ impl Store {
     /// row lock: a seat seen owned now may free up a moment later, which is the same answer as
     /// losing the race. Winning is only ever decided by the conditional update below. An
     /// unusable session finds nothing here and gets its own error from the full path.
-    async fn busy_seats(&self, session: &SessionId, json: &str) -> Result<Vec<SeatId>, Error> {
-        sqlx::query_scalar::<_, String>(self.sql(
-            "select seat_id from seats \
-             where event_id = (select event_id from admission_sessions \
-                               where session_id = $1 and ended_at is null and expires_at > NOW) \
-             and seat_id IN_JSON($2)) \
-             and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
-             order by seat_id",
-        ))
-        .bind(session.as_str())
-        .bind(json)
-        .fetch_all(&self.pool)
-        .await?
-        .into_iter()
-        .map(trusted)
-        .collect()
+    async fn busy_seats(
+        &self,
+        session: &SessionId,
+        sorted: &[SeatId],
+        json: &str,
+    ) -> Result<Vec<SeatId>, Error> {
+        // One seat (every loser of a hot seat asks for one): a plain `=` gives PostgreSQL one
+        // generic plan to reuse, where the array form is planned again on every call.
+        let (sql, seats) = match sorted {
+            [one] => (
+                "select seat_id from seats \
+                 where event_id = (select event_id from admission_sessions \
+                                   where session_id = $1 and ended_at is null and expires_at > NOW) \
+                 and seat_id = $2 \
+                 and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
+                one.as_str(),
+            ),
+            _ => (
+                "select seat_id from seats \
+                 where event_id = (select event_id from admission_sessions \
+                                   where session_id = $1 and ended_at is null and expires_at > NOW) \
+                 and seat_id IN_JSON($2)) \
+                 and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
+                 order by seat_id",
+                json,
+            ),
+        };
+        sqlx::query_scalar::<_, String>(self.sql(sql))
+            .bind(session.as_str())
+            .bind(seats)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(trusted)
+            .collect()
     }
 
     async fn hold_named_once(

@@ -6,27 +6,39 @@ use sqlx::Row;
 use crate::Error;
 use crate::store::Store;
 
-/// Outbox rows not done yet, and how long the oldest job still owed has waited (jobs only
-/// watching for late money are not owed work and are left out of the age).
+/// Outbox rows not done yet, and how long owed work has been waiting: the oldest owed job's
+/// age (what an operator alerts on) and the age that one owed job in ten exceeds (the oldest
+/// when there are fewer than ten; what backpressure judges the core by). Jobs only watching
+/// for late money are not owed work and are left out of both.
+///
+/// Why backpressure does not use the oldest job: one buyer's card that keeps failing is retried until its attempt is
+/// abandoned, and that single job would otherwise read as a failing core and hold admission
+/// shut for everyone. A slow provider or a stalled worker ages most jobs, and so this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Backlog {
     pub depth: i64,
     pub oldest_age_ms: i64,
+    pub tenth_age_ms: i64,
 }
 
 impl Store {
-    /// One indexed read (the `outbox_ready` partial index covers rows not done).
+    /// Reads only rows not done (the `outbox_ready` partial index), once a second per instance.
     pub async fn outbox_lag(&self) -> Result<Backlog, Error> {
         let row = sqlx::query(self.sql(
-            "select count(*) as depth, \
-             coalesce(MS(NOW) - min(case when watching = 0 then MS(created_at) end), 0) as age \
-             from outbox where done_at is null",
+            "select (select count(*) from outbox where done_at is null) as depth, \
+             coalesce(MS(NOW) - (select min(MS(created_at)) from outbox \
+               where done_at is null and watching = 0), 0) as oldest, \
+             coalesce(MS(NOW) - (select MS(created_at) from outbox \
+               where done_at is null and watching = 0 order by created_at \
+               limit 1 offset (select count(*) / 10 from outbox \
+                 where done_at is null and watching = 0)), 0) as age",
         ))
         .fetch_one(&self.pool)
         .await?;
         Ok(Backlog {
             depth: row.try_get("depth")?,
-            oldest_age_ms: row.try_get::<i64, _>("age")?.max(0),
+            oldest_age_ms: row.try_get::<i64, _>("oldest")?.max(0),
+            tenth_age_ms: row.try_get::<i64, _>("age")?.max(0),
         })
     }
 }
@@ -66,7 +78,44 @@ mod tests {
         let lag = store.outbox_lag().await?;
         assert_eq!(lag.depth, 2, "{lag:?}");
         assert!(lag.oldest_age_ms >= 250, "{lag:?}");
+        assert_eq!(
+            lag.tenth_age_ms / 50,
+            lag.oldest_age_ms / 50,
+            "one owed job is the tenth"
+        );
         Ok(())
+    }
+
+    /// One stuck job among many fresh ones ages the oldest, not the tenth; once most jobs wait,
+    /// the tenth ages too.
+    async fn one_stuck_job_does_not_age_the_tenth(store: Store) -> Result<(), Error> {
+        store
+            .enqueue("authorize", "ev", "a_stuck", &serde_json::json!({}))
+            .await?;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        for n in 0..19 {
+            store
+                .enqueue("authorize", "ev", &format!("a_{n}"), &serde_json::json!({}))
+                .await?;
+        }
+        let lag = store.outbox_lag().await?;
+        assert_eq!(lag.depth, 20, "{lag:?}");
+        assert!(lag.oldest_age_ms >= 400, "{lag:?}");
+        assert!(lag.tenth_age_ms < 300, "a single stuck job: {lag:?}");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let lag = store.outbox_lag().await?;
+        assert!(lag.tenth_age_ms >= 400, "every job waiting: {lag:?}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn postgres_backlog_age_ignores_one_stuck_job() -> Result<(), Error> {
+        one_stuck_job_does_not_age_the_tenth(fresh_postgres().await).await
+    }
+
+    #[tokio::test]
+    async fn sqlite_backlog_age_ignores_one_stuck_job() -> Result<(), Error> {
+        one_stuck_job_does_not_age_the_tenth(fresh_sqlite().await).await
     }
 
     #[tokio::test]
