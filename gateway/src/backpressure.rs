@@ -72,9 +72,9 @@ async fn judge(state: &AppState, limits: &Thresholds) -> Vec<String> {
             metrics::gauge!("floodgate_outbox_depth").set(backlog.depth as f64);
             metrics::gauge!("floodgate_outbox_oldest_age_seconds")
                 .set(backlog.oldest_age_ms as f64 / 1000.0);
-            metrics::gauge!("floodgate_outbox_tenth_age_seconds")
-                .set(backlog.tenth_age_ms as f64 / 1000.0);
-            if u128::try_from(backlog.tenth_age_ms).unwrap_or(0) > limits.outbox_age.as_millis() {
+            metrics::gauge!("floodgate_outbox_median_age_seconds")
+                .set(backlog.median_age_ms as f64 / 1000.0);
+            if u128::try_from(backlog.median_age_ms).unwrap_or(0) > limits.outbox_age.as_millis() {
                 unhealthy.push("outbox_age".to_owned());
             }
         }

@@ -77,12 +77,12 @@ pub struct Config {
     )]
     pub backpressure_hold_p99_ms: u64,
 
-    /// Backpressure: one owed outbox job in ten older than this means payments are not keeping
-    /// up (a single stuck job, such as one buyer's failing card, does not count).
+    /// Backpressure: half the owed outbox jobs older than this means payments are not keeping
+    /// up (a few stuck jobs, such as buyers' failing cards, do not count).
     #[arg(
         long,
         env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S",
-        default_value_t = 15
+        default_value_t = 5
     )]
     pub backpressure_outbox_age_s: u64,
 
@@ -139,7 +139,7 @@ impl Config {
             log: "text".to_owned(),
             backpressure: true,
             backpressure_hold_p99_ms: 1_000,
-            backpressure_outbox_age_s: 15,
+            backpressure_outbox_age_s: 5,
             max_inflight_joins: 64,
             max_inflight_sockets: 256,
             max_inflight_reservations: 128,

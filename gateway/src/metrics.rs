@@ -75,8 +75,8 @@ fn describe() {
         "age of the oldest outbox job still owed (not only watching for late money)"
     );
     describe_gauge!(
-        "floodgate_outbox_tenth_age_seconds",
-        "the age one owed outbox job in ten exceeds: what backpressure judges payments by"
+        "floodgate_outbox_median_age_seconds",
+        "the age half the owed outbox jobs exceed: what backpressure judges payments by"
     );
     describe_histogram!(
         "floodgate_paying_age_seconds",

@@ -2,13 +2,19 @@
 //! the next one is answered 503 `overloaded` with `Retry-After` at once instead of queueing
 //! forever. Separate groups keep a join storm at opening from starving holds and checkouts.
 //!
+//! The `Retry-After` of a shed request grows with the crowd: it is long enough that the requests
+//! shed in the last second, coming back spread over it, fit what the group served in that
+//! second (see `Pace`). A fixed few seconds would bring a crowd many times the capacity back
+//! before it could be served, and the gateway would spend itself answering 503s.
+//!
 //! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503
 //! `overloaded` rather than hanging. The handler itself is not cancelled mid-write (it runs in
 //! its own task and keeps its permit until it ends), so a checkout that was slow to answer
 //! still records its idempotent answer and a retry replays it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
@@ -87,11 +93,76 @@ pub struct Budgets {
     pub organizer_timeout: Duration,
 }
 
+/// The shortest and longest `Retry-After` a shed request is told (before jitter).
+const MIN_RETRY_S: u64 = 2;
+const MAX_RETRY_S: u64 = 60;
+
+/// One group's traffic per second: requests let in and requests shed in the current second,
+/// and from the last full second the wait that would spread the shed crowd's return over
+/// what the group managed to serve. Atomics only: this is on the path of every request.
+struct Pace {
+    epoch: Instant,
+    second: AtomicU64,
+    served: AtomicU64,
+    shed: AtomicU64,
+    wait_s: AtomicU64,
+}
+
+impl Pace {
+    fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            second: AtomicU64::new(0),
+            served: AtomicU64::new(0),
+            shed: AtomicU64::new(0),
+            wait_s: AtomicU64::new(MIN_RETRY_S),
+        }
+    }
+
+    fn now_s(&self) -> u64 {
+        self.epoch.elapsed().as_secs()
+    }
+
+    /// Counts one request at second `now` (let in or shed), first closing the previous second
+    /// if this is the first request of a new one.
+    fn count(&self, now: u64, shed: bool) {
+        let current = self.second.load(Ordering::Relaxed);
+        if now > current
+            && self
+                .second
+                .compare_exchange(current, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let served = self.served.swap(0, Ordering::Relaxed);
+            let shed = self.shed.swap(0, Ordering::Relaxed);
+            // A quiet second in between means the crowd is gone: start short again.
+            let wait = if now == current + 1 {
+                shed.div_ceil(served.max(1))
+            } else {
+                0
+            };
+            self.wait_s
+                .store(wait.clamp(MIN_RETRY_S, MAX_RETRY_S), Ordering::Relaxed);
+        }
+        let counter = if shed { &self.shed } else { &self.served };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Jittered over [wait, 2 × wait] (2–5 s at the least), so the crowd does not come back
+    /// as one wave.
+    fn retry_after_s(&self) -> u64 {
+        let wait = self.wait_s.load(Ordering::Relaxed);
+        let most = (wait * 2).max(wait + 3);
+        rand::random_range(wait..=most)
+    }
+}
+
 #[derive(Clone)]
 pub struct Limit {
     name: &'static str,
     size: usize,
     permits: Arc<Semaphore>,
+    pace: Arc<Pace>,
 }
 
 impl Limit {
@@ -100,7 +171,15 @@ impl Limit {
             name,
             size: in_flight,
             permits: Arc::new(Semaphore::new(in_flight)),
+            pace: Arc::new(Pace::new()),
         }
+    }
+
+    /// A permit, or `None` (counted as shed) when the group is full.
+    fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let permit = self.permits.clone().try_acquire_owned().ok();
+        self.pace.count(self.pace.now_s(), permit.is_none());
+        permit
     }
 
     /// Requests of this group in flight now.
@@ -169,8 +248,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     let Some(limit) = guard.limit(group) else {
         return next.run(request).await;
     };
-    let Ok(permit) = limit.permits.clone().try_acquire_owned() else {
-        return shed_answer(limit.name);
+    let Some(permit) = limit.admit() else {
+        return shed_answer(limit);
     };
     let Some(deadline) = guard.timeout(group) else {
         let response = next.run(request).await;
@@ -205,18 +284,20 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     }
 }
 
-fn shed_answer(name: &'static str) -> Response {
+fn shed_answer(limit: &Limit) -> Response {
+    let name = limit.name;
     metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => name)
         .increment(1);
-    Problem::overloaded(format!("too many {name} requests in flight; retry shortly"))
+    Problem::overloaded(format!("too many {name} requests in flight; retry later"))
+        .retry_after(limit.pace.retry_after_s())
         .into_response()
 }
 
 /// One group's limit as a layer of its own (no deadline).
 pub async fn shed(State(limit): State<Limit>, request: Request, next: Next) -> Response {
-    match limit.permits.clone().try_acquire_owned() {
-        Ok(_permit) => next.run(request).await,
-        Err(_) => shed_answer(limit.name),
+    match limit.admit() {
+        Some(_permit) => next.run(request).await,
+        None => shed_answer(&limit),
     }
 }
 
@@ -258,6 +339,35 @@ mod tests {
         assert!(second.headers().contains_key("retry-after"));
         gate.notify_one();
         assert_eq!(first.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn retry_after_spreads_the_shed_crowd_over_what_was_served() {
+        let pace = Pace::new();
+        // Second 1: 100 let in, 1,000 shed: coming back over ten seconds would fit.
+        for _ in 0..100 {
+            pace.count(1, false);
+        }
+        for _ in 0..1_000 {
+            pace.count(1, true);
+        }
+        assert!((2..=5).contains(&pace.retry_after_s()), "before second 1 closes");
+        pace.count(2, true);
+        for _ in 0..50 {
+            assert!((10..=20).contains(&pace.retry_after_s()));
+        }
+        // Second 2 shed only one: back to the short wait.
+        pace.count(3, false);
+        assert!((2..=5).contains(&pace.retry_after_s()));
+        // A flood far beyond the capacity is capped.
+        for _ in 0..100_000 {
+            pace.count(3, true);
+        }
+        pace.count(4, false);
+        assert!((60..=120).contains(&pace.retry_after_s()));
+        // A quiet second in between: the crowd has gone.
+        pace.count(6, false);
+        assert!((2..=5).contains(&pace.retry_after_s()));
     }
 
     fn budgets(timeout: Duration) -> Budgets {

@@ -234,7 +234,7 @@ async fn metrics_cover_a_mini_sale() {
     assert!(scrape.gauge("floodgate_paying_oldest_age_seconds", &[]) >= 0.0);
     assert!(scrape.gauge("floodgate_outbox_depth", &[]) >= 0.0);
     assert!(scrape.gauge("floodgate_outbox_oldest_age_seconds", &[]) >= 0.0);
-    assert!(scrape.gauge("floodgate_outbox_tenth_age_seconds", &[]) >= 0.0);
+    assert!(scrape.gauge("floodgate_outbox_median_age_seconds", &[]) >= 0.0);
     assert!(scrape.gauge("floodgate_sweeper_lag_seconds", &[]) >= 0.0);
     assert!(scrape.gauge("floodgate_db_pool_waiters", &[]) >= 0.0);
     assert!(scrape.gauge("floodgate_db_pool_max_connections", &[]) >= 1.0);

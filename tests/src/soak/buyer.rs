@@ -158,7 +158,8 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                 });
             }
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {
-                let wait = a.retry_after_s.unwrap_or(1).clamp(1, 30);
+                // As a browser would: the gateway's Retry-After grows with the crowd it sheds.
+                let wait = a.retry_after_s.unwrap_or(1).clamp(1, 120);
                 tokio::time::sleep(Duration::from_secs(wait)).await;
             }
             Some(_) => return None,
