@@ -79,11 +79,7 @@ pub struct Config {
 
     /// Backpressure: half the owed outbox jobs older than this means payments are not keeping
     /// up (a few stuck jobs, such as buyers' failing cards, do not count).
-    #[arg(
-        long,
-        env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S",
-        default_value_t = 5
-    )]
+    #[arg(long, env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S", default_value_t = 5)]
     pub backpressure_outbox_age_s: u64,
 
     /// Joins and status polls in flight at once; more are answered 503 `overloaded`.

@@ -351,7 +351,10 @@ mod tests {
         for _ in 0..1_000 {
             pace.count(1, true);
         }
-        assert!((2..=5).contains(&pace.retry_after_s()), "before second 1 closes");
+        assert!(
+            (2..=5).contains(&pace.retry_after_s()),
+            "before second 1 closes"
+        );
         pace.count(2, true);
         for _ in 0..50 {
             assert!((10..=20).contains(&pace.retry_after_s()));

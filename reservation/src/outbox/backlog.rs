@@ -91,7 +91,12 @@ mod tests {
     async fn stuck_jobs_do_not_age_the_median(store: Store) -> Result<(), Error> {
         for n in 0..3 {
             store
-                .enqueue("authorize", "ev", &format!("a_stuck{n}"), &serde_json::json!({}))
+                .enqueue(
+                    "authorize",
+                    "ev",
+                    &format!("a_stuck{n}"),
+                    &serde_json::json!({}),
+                )
                 .await?;
         }
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -103,7 +108,10 @@ mod tests {
         let lag = store.outbox_lag().await?;
         assert_eq!(lag.depth, 7, "{lag:?}");
         assert!(lag.oldest_age_ms >= 400, "{lag:?}");
-        assert!(lag.median_age_ms < 300, "three stuck jobs of seven: {lag:?}");
+        assert!(
+            lag.median_age_ms < 300,
+            "three stuck jobs of seven: {lag:?}"
+        );
         tokio::time::sleep(Duration::from_millis(400)).await;
         let lag = store.outbox_lag().await?;
         assert!(lag.median_age_ms >= 400, "every job waiting: {lag:?}");
