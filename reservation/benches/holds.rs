@@ -84,7 +84,8 @@ async fn raw_busy(pool: &PgPool, session: &str, seat: &str) -> Vec<String> {
         "select seat_id from seats where event_id = (select event_id from admission_sessions \
          where session_id = $1 and ended_at is null and expires_at > clock_timestamp()) \
          and seat_id = $2 \
-         and not (state = 'available' or (state = 'held' and hold_expires_at <= clock_timestamp()))",
+         and not (state = 'available' or (state = 'held' and hold_expires_at <= clock_timestamp())) \
+         order by seat_id",
     )
     .bind(session)
     .bind(seat)

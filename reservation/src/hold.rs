@@ -73,26 +73,24 @@ impl Store {
         sorted: &[SeatId],
         json: &str,
     ) -> Result<Vec<SeatId>, Error> {
-        // One seat (every loser of a hot seat asks for one): a plain `=` gives PostgreSQL one
-        // generic plan to reuse, where the array form is planned again on every call.
+        // Only the seat predicate differs. One seat (every loser of a hot seat asks for one) is
+        // a plain `=`: PostgreSQL reuses one generic plan for it, where the array form is
+        // planned again on every call.
+        macro_rules! busy_sql {
+            ($seats:literal) => {
+                concat!(
+                    "select seat_id from seats \
+                     where event_id = (select event_id from admission_sessions \
+                                       where session_id = $1 and ended_at is null and expires_at > NOW) \
+                     and ", $seats, " \
+                     and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
+                     order by seat_id"
+                )
+            };
+        }
         let (sql, seats) = match sorted {
-            [one] => (
-                "select seat_id from seats \
-                 where event_id = (select event_id from admission_sessions \
-                                   where session_id = $1 and ended_at is null and expires_at > NOW) \
-                 and seat_id = $2 \
-                 and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
-                one.as_str(),
-            ),
-            _ => (
-                "select seat_id from seats \
-                 where event_id = (select event_id from admission_sessions \
-                                   where session_id = $1 and ended_at is null and expires_at > NOW) \
-                 and seat_id IN_JSON($2)) \
-                 and not (state = 'available' or (state = 'held' and hold_expires_at <= NOW)) \
-                 order by seat_id",
-                json,
-            ),
+            [one] => (busy_sql!("seat_id = $2"), one.as_str()),
+            _ => (busy_sql!("seat_id IN_JSON($2))"), json),
         };
         sqlx::query_scalar::<_, String>(self.sql(sql))
             .bind(session.as_str())

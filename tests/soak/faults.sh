@@ -192,6 +192,17 @@ sample() {
   done
 }
 
+# SIGSTOP the processes for PAUSE_S, then SIGCONT: a part that hangs rather than refuses.
+stop_for() { # description pid...
+  local what=$1
+  shift
+  kill -STOP "$@"
+  mark "fault: SIGSTOP $what"
+  sleep "$PAUSE_S"
+  kill -CONT "$@"
+  mark "recovery: SIGCONT $what"
+}
+
 apply_fault() {
   sleep "$FAULT_AT_S"
   case "$fault" in
@@ -224,38 +235,17 @@ apply_fault() {
       curl -fsS -X POST "$sim_url/_sim/resume" >/dev/null
       mark "recovery: simulator resumed"
       ;;
-    stop-sim)
-      kill -STOP "$sim_pid"
-      mark "fault: SIGSTOP simulator"
-      sleep "$PAUSE_S"
-      kill -CONT "$sim_pid"
-      mark "recovery: SIGCONT simulator"
-      ;;
+    stop-sim) stop_for "simulator" "$sim_pid" ;;
     stop-gateway)
-      kill -STOP "${gateway_pids[$((victim - 1))]}"
-      mark "fault: SIGSTOP gateway $victim (:${gateway_ports[$((victim - 1))]}): its sockets and requests hang"
-      sleep "$PAUSE_S"
-      kill -CONT "${gateway_pids[$((victim - 1))]}"
-      mark "recovery: SIGCONT gateway $victim"
+      # Its sockets and requests hang.
+      stop_for "gateway $victim (:${gateway_ports[$((victim - 1))]})" "${gateway_pids[$((victim - 1))]}"
       ;;
-    stop-redis)
-      kill -STOP "$redis_pid"
-      mark "fault: SIGSTOP redis-server :$redis_port (data kept, no answers)"
-      sleep "$PAUSE_S"
-      kill -CONT "$redis_pid"
-      mark "recovery: SIGCONT redis-server"
-      ;;
+    stop-redis) stop_for "redis-server :$redis_port (data kept, no answers)" "$redis_pid" ;;
     stop-postgres)
       # The postmaster and every backend: a database that hangs rather than refuses.
       pm=$(head -1 "$scratch/pg/postmaster.pid")
-      pg_pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
-      # shellcheck disable=SC2086
-      kill -STOP $pg_pids
-      mark "fault: SIGSTOP PostgreSQL (postmaster and backends)"
-      sleep "$PAUSE_S"
-      # shellcheck disable=SC2086
-      kill -CONT $pg_pids
-      mark "recovery: SIGCONT PostgreSQL"
+      # shellcheck disable=SC2046
+      stop_for "PostgreSQL (postmaster and backends)" "$pm" $(pgrep -P "$pm")
       ;;
     slow-sim)
       knobs "{\"latency_min_ms\": ${SLOW_MS%-*}, \"latency_max_ms\": ${SLOW_MS#*-}}"
