@@ -6,24 +6,28 @@
 //!    connection sends on a fixed schedule whatever the answers), then the ratio loaded/unloaded
 //!    (target: within 2×) and how the flood was answered (201, 503 with `Retry-After`, other).
 //!
-//! Real backends: PostgreSQL (`DATABASE_URL`, a fresh database), Redis (`REDIS_URL`), the
-//! in-process payment simulator. The gateway runs on its own runtime in this process.
+//! Three processes, as in production: the built `gateway` binary on PostgreSQL (a fresh
+//! database) and Redis, with its in-process payment simulator; the flood, this bench
+//! re-executed as a worker (its own runtime and CPU, so the probes' latency is the gateway's and
+//! not the flood client's); and this coordinator, which probes one buyer at a time.
 //!
 //! `cargo bench -p gateway --bench overload` (`OVERLOAD_PROBES` buyers per phase, default 300).
 #![allow(clippy::unwrap_used)]
+
+mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use gateway::config::{Config, Secret};
-use reservation::StoreOptions;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const ORGANIZER_KEY: &str = "bench-organizer-key";
+use support::worker::{self, Worker, say};
+use support::{Backends, FreshPostgres, GatewayProcess, ORGANIZER_KEY};
+
 const CAPACITY_CONNECTIONS: usize = 64;
 const FLOOD_CONNECTIONS: usize = 512;
 const FLOOD_FACTOR: f64 = 5.0;
@@ -36,58 +40,32 @@ fn setting(name: &str, default: usize) -> usize {
 }
 
 fn main() {
-    let probes = setting("OVERLOAD_PROBES", 300);
-    // The gateway's own runtime, as in production (two workers: this machine has two cores).
-    let server = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (addr, stop) = server.block_on(start_gateway());
-    client.block_on(run(addr, probes));
-    let _ = stop.send(());
-    drop(server);
+    let role = worker::role();
+    let runtime = match role.as_deref() {
+        // The flood needs both cores' worth of client if it can get them.
+        Some("flood") => tokio::runtime::Builder::new_multi_thread(),
+        // One buyer at a time needs no more than one thread.
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()
+    .unwrap();
+    match role.as_deref() {
+        Some("flood") => runtime.block_on(flood_worker()),
+        Some(other) => panic!("unknown bench role {other}"),
+        None => runtime.block_on(coordinate()),
+    }
 }
 
-async fn start_gateway() -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
-    let store = reservation::testing::fresh_postgres_with(StoreOptions {
-        max_connections: 2,
-        ..StoreOptions::default()
-    })
-    .await;
-    let url = store.pool().connect_options().database_url.to_string();
-    store.close().await;
-    let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut config = Config::embedded(addr, url);
-    config.redis_url =
-        Some(std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()));
-    config.organizer_key = Some(Secret::new(ORGANIZER_KEY));
-    config.demo = Some(false);
+async fn coordinate() {
+    let probes = setting("OVERLOAD_PROBES", 300);
+    let postgres = FreshPostgres::create().await;
     // Every bench client is 127.0.0.1: the per-address join limit would stop the flood first.
-    config.join_limit_per_min = 0;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gateway::run(config, listener, async move {
-        let _ = stopped.await;
-    }));
-    let http = reqwest::Client::new();
-    for _ in 0..500 {
-        if http
-            .get(format!("http://{addr}/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return (addr, stop);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the gateway did not become ready");
+    let gateway =
+        GatewayProcess::start("overload", &Backends::postgres_redis(&postgres), 0).await;
+    run(gateway.addr, probes).await;
+    gateway.stop().await;
+    postgres.drop_now().await;
 }
 
 struct Api {
@@ -230,10 +208,19 @@ async fn run(addr: SocketAddr, probes: usize) {
     }
     let (unloaded_buyers, loaded_buyers) = tokens.split_at(probes);
 
-    let join_request = format!(
-        "POST /api/events/{flood_event}/queue HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n\r\n"
+    let mut flood = Worker::spawn(
+        "flood",
+        &[
+            ("FLOOD_ADDR", addr.to_string()),
+            ("FLOOD_PATH", format!("/api/events/{flood_event}/queue")),
+        ],
     );
-    let capacity = join_capacity(addr, &join_request).await;
+    flood.send("capacity").await;
+    let capacity: f64 = flood
+        .expect("capacity", Duration::from_secs(60))
+        .await
+        .parse()
+        .unwrap();
     println!(
         "join capacity (closed loop, {CAPACITY_CONNECTIONS} connections): {capacity:.0} joins/s"
     );
@@ -241,43 +228,30 @@ async fn run(addr: SocketAddr, probes: usize) {
     let unloaded = probe(&api, &event, unloaded_buyers, 0).await;
 
     let offered = capacity * FLOOD_FACTOR;
-    let stop = Arc::new(AtomicBool::new(false));
-    let tally = Arc::new(Tally::default());
-    let flood_started = Instant::now();
-    let flood: Vec<_> = (0..FLOOD_CONNECTIONS)
-        .map(|i| {
-            tokio::spawn(flood_connection(
-                addr,
-                join_request.clone(),
-                offered / FLOOD_CONNECTIONS as f64,
-                i,
-                stop.clone(),
-                tally.clone(),
-            ))
-        })
-        .collect();
+    flood.send(&format!("flood {offered}")).await;
+    flood.expect("flooding", Duration::from_secs(10)).await;
     // Let the flood reach its rate before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let loaded = probe(&api, &event, loaded_buyers, probes).await;
-    stop.store(true, Ordering::Relaxed);
-    for task in flood {
-        let _ = task.await;
-    }
-    let flood_s = flood_started.elapsed().as_secs_f64();
+    flood.send("stop").await;
+    let tally: Vec<f64> = flood
+        .expect("tally", Duration::from_secs(60))
+        .await
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    flood.stop().await;
+    let [sent, ok, shed_with_retry, shed_without_retry, other, errors, flood_s] = tally[..] else {
+        panic!("a tally of seven figures, got {tally:?}");
+    };
 
-    let sent = tally.sent.load(Ordering::Relaxed);
     println!();
     println!(
         "flood offered: {offered:.0} joins/s target (5 × capacity), {:.0} joins/s sent over {flood_s:.1} s",
-        sent as f64 / flood_s
+        sent / flood_s
     );
     println!(
-        "flood answers: {} × 201, {} × 503 overloaded with Retry-After, {} × 503 without, {} other, {} connection errors",
-        tally.ok.load(Ordering::Relaxed),
-        tally.shed_with_retry.load(Ordering::Relaxed),
-        tally.shed_without_retry.load(Ordering::Relaxed),
-        tally.other.load(Ordering::Relaxed),
-        tally.errors.load(Ordering::Relaxed),
+        "flood answers: {ok} × 201, {shed_with_retry} × 503 overloaded with Retry-After, {shed_without_retry} × 503 without, {other} other, {errors} connection errors",
     );
     println!();
     println!("| latency (ms) | unloaded p50 | unloaded p99 | flood p50 | flood p99 | p99 ratio |");
@@ -508,5 +482,63 @@ async fn flood_connection(
             Ok(_) => tally.other.fetch_add(1, Ordering::Relaxed),
             Err(_) => tally.errors.fetch_add(1, Ordering::Relaxed),
         };
+    }
+}
+
+// ---- the flood worker ---------------------------------------------------------------------
+
+/// The flood process: `capacity` measures closed-loop joins/s; `flood RATE` starts the open-loop
+/// flood; `stop` ends it and answers the tally (sent, 201, 503 with and without `Retry-After`,
+/// other, connection errors, seconds).
+async fn flood_worker() {
+    let addr: SocketAddr = worker::setting("FLOOD_ADDR").parse().unwrap();
+    let request = format!(
+        "POST {} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n\r\n",
+        worker::setting("FLOOD_PATH")
+    );
+    let mut commands = worker::commands();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let mut tasks = Vec::new();
+    let mut started = Instant::now();
+    while let Ok(Some(line)) = commands.next_line().await {
+        match line.split_once(' ').unwrap_or((line.as_str(), "")) {
+            ("capacity", _) => say(&format!("capacity {}", join_capacity(addr, &request).await)),
+            ("flood", rate) => {
+                let offered: f64 = rate.parse().unwrap();
+                started = Instant::now();
+                tasks = (0..FLOOD_CONNECTIONS)
+                    .map(|i| {
+                        tokio::spawn(flood_connection(
+                            addr,
+                            request.clone(),
+                            offered / FLOOD_CONNECTIONS as f64,
+                            i,
+                            stop.clone(),
+                            tally.clone(),
+                        ))
+                    })
+                    .collect();
+                say("flooding");
+            }
+            ("stop", _) => {
+                stop.store(true, Ordering::Relaxed);
+                for task in tasks.drain(..) {
+                    let _ = task.await;
+                }
+                let t = &tally;
+                say(&format!(
+                    "tally {} {} {} {} {} {} {}",
+                    t.sent.load(Ordering::Relaxed),
+                    t.ok.load(Ordering::Relaxed),
+                    t.shed_with_retry.load(Ordering::Relaxed),
+                    t.shed_without_retry.load(Ordering::Relaxed),
+                    t.other.load(Ordering::Relaxed),
+                    t.errors.load(Ordering::Relaxed),
+                    started.elapsed().as_secs_f64(),
+                ));
+            }
+            _ => panic!("unknown flood command {line:?}"),
+        }
     }
 }

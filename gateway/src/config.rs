@@ -82,9 +82,14 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S", default_value_t = 5)]
     pub backpressure_outbox_age_s: u64,
 
-    /// Joins and status polls in flight at once; more are answered 503 `overloaded`.
+    /// Joins in flight at once; more are answered 503 `overloaded`.
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_JOINS", default_value_t = 64)]
     pub max_inflight_joins: usize,
+
+    /// Status polls in flight at once (a budget apart from joins, so a join storm cannot
+    /// shed the polls of buyers already waiting).
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_POLLS", default_value_t = 256)]
+    pub max_inflight_polls: usize,
 
     /// WebSocket handshakes in flight at once (open sockets are not counted).
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_SOCKETS", default_value_t = 256)]
@@ -137,6 +142,7 @@ impl Config {
             backpressure_hold_p99_ms: 1_000,
             backpressure_outbox_age_s: 5,
             max_inflight_joins: 64,
+            max_inflight_polls: 256,
             max_inflight_sockets: 256,
             max_inflight_reservations: 128,
             max_inflight_organizer: 16,
@@ -159,6 +165,7 @@ impl Config {
     pub fn budgets(&self) -> crate::overload::Budgets {
         crate::overload::Budgets {
             joins: self.max_inflight_joins.max(1),
+            polls: self.max_inflight_polls.max(1),
             sockets: self.max_inflight_sockets.max(1),
             reservations: self.max_inflight_reservations.max(1),
             organizer: self.max_inflight_organizer.max(1),

@@ -22,13 +22,17 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use crate::core_runtime::CoreRuntime;
 use crate::problem::Problem;
 
 /// The route groups with their own in-flight budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Group {
-    /// Joining the queue and polling its status: what a crowd does at opening.
+    /// Joining the queue: what a crowd does at opening.
     Joins,
+    /// Polling a place in the queue. Apart from joins so that a join storm cannot shed the
+    /// polls of buyers already waiting: an offer unseen because its poll was shed lapses.
+    Polls,
     /// WebSocket upgrades (the budget covers the handshake, not the socket's life).
     Sockets,
     /// Claims, holds, extend, checkout, release, session, orders, payment webhooks: the money path.
@@ -42,8 +46,9 @@ pub enum Group {
 }
 
 impl Group {
-    pub const LIMITED: [Group; 5] = [
+    pub const LIMITED: [Group; 6] = [
         Group::Joins,
+        Group::Polls,
         Group::Sockets,
         Group::Reservations,
         Group::Organizer,
@@ -53,6 +58,7 @@ impl Group {
     pub fn name(self) -> &'static str {
         match self {
             Group::Joins => "joins",
+            Group::Polls => "polls",
             Group::Sockets => "sockets",
             Group::Reservations => "reservations",
             Group::Organizer => "organizer",
@@ -64,7 +70,8 @@ impl Group {
     /// The group of a matched route (axum's route template, e.g. `/api/holds/{hold}`).
     pub fn of(route: &str) -> Group {
         match route {
-            "/api/events/{event}/queue" | "/api/events/{event}/queue/status" => Group::Joins,
+            "/api/events/{event}/queue" => Group::Joins,
+            "/api/events/{event}/queue/status" => Group::Polls,
             "/api/events/{event}/queue/ws" => Group::Sockets,
             "/api/events/{event}/queue/claim"
             | "/api/events/{event}/holds"
@@ -83,6 +90,7 @@ impl Group {
 #[derive(Clone, Debug)]
 pub struct Budgets {
     pub joins: usize,
+    pub polls: usize,
     pub sockets: usize,
     pub reservations: usize,
     pub organizer: usize,
@@ -193,33 +201,38 @@ impl Limit {
 }
 
 /// The limits of every group, shared by the whole router.
-#[derive(Clone)]
 pub struct Guard {
     joins: Limit,
+    polls: Limit,
     sockets: Limit,
     reservations: Limit,
     organizer: Limit,
     reads: Limit,
     request_timeout: Duration,
     organizer_timeout: Duration,
+    /// Where the reservation group's handlers run (`core_runtime.rs`).
+    core: CoreRuntime,
 }
 
 impl Guard {
-    pub fn new(budgets: &Budgets) -> Self {
-        Self {
+    pub fn new(budgets: &Budgets) -> std::io::Result<Self> {
+        Ok(Self {
             joins: Limit::new("joins", budgets.joins),
+            polls: Limit::new("polls", budgets.polls),
             sockets: Limit::new("sockets", budgets.sockets),
             reservations: Limit::new("reservations", budgets.reservations),
             organizer: Limit::new("organizer", budgets.organizer),
             reads: Limit::new("reads", budgets.reads),
             request_timeout: budgets.request_timeout,
             organizer_timeout: budgets.organizer_timeout,
-        }
+            core: CoreRuntime::start()?,
+        })
     }
 
     pub fn limit(&self, group: Group) -> Option<&Limit> {
         match group {
             Group::Joins => Some(&self.joins),
+            Group::Polls => Some(&self.polls),
             Group::Sockets => Some(&self.sockets),
             Group::Reservations => Some(&self.reservations),
             Group::Organizer => Some(&self.organizer),
@@ -257,15 +270,19 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         return response;
     };
     // The handler runs to its end in its own task (holding the permit), whatever the client
-    // is told at the deadline: a half-done write is never abandoned.
-    let mut work = tokio::spawn(
-        async move {
-            let response = next.run(request).await;
-            drop(permit);
-            response
-        }
-        .in_current_span(),
-    );
+    // is told at the deadline: a half-done write is never abandoned. The money path's tasks
+    // run on their own runtime, out of a join storm's way.
+    let work = async move {
+        let response = next.run(request).await;
+        drop(permit);
+        response
+    }
+    .in_current_span();
+    let mut work = if group == Group::Reservations {
+        guard.core.spawn(work)
+    } else {
+        tokio::spawn(work)
+    };
     match tokio::time::timeout(deadline, &mut work).await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => {
@@ -376,6 +393,7 @@ mod tests {
     fn budgets(timeout: Duration) -> Budgets {
         Budgets {
             joins: 1,
+            polls: 1,
             sockets: 1,
             reservations: 1,
             organizer: 1,
@@ -389,7 +407,7 @@ mod tests {
     async fn a_slow_request_hears_503_at_its_deadline_and_still_finishes() {
         let finished = Arc::new(tokio::sync::Notify::new());
         let done = finished.clone();
-        let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))));
+        let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))).unwrap());
         let app = Router::new()
             .route(
                 "/api/session",
@@ -423,11 +441,12 @@ mod tests {
         finished.notified().await;
         tokio::task::yield_now().await;
         let limit = guard.limit(Group::Reservations).unwrap();
+        // (It ran on the money path's runtime, on another thread.)
         for _ in 0..100 {
             if limit.in_flight() == 0 {
                 break;
             }
-            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(limit.in_flight(), 0);
     }
@@ -438,7 +457,8 @@ mod tests {
         let group = |path: &str| Group::of(path);
         for (_, path, ..) in ROUTES {
             let expected = match *path {
-                "/api/events/{event}/queue" | "/api/events/{event}/queue/status" => Group::Joins,
+                "/api/events/{event}/queue" => Group::Joins,
+                "/api/events/{event}/queue/status" => Group::Polls,
                 "/api/events/{event}/queue/ws" => Group::Sockets,
                 "/healthz" | "/readyz" | "/metrics" => Group::Unlimited,
                 "/api/events/{event}"
