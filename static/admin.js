@@ -164,6 +164,21 @@ function kv(id, obj) {
   );
 }
 
+/**
+ * The columns of the stuck table, in reading order: which payment, whose hold, where it is
+ * and since when. (The answer's own key order is alphabetical, which would put the payment id
+ * past the first few columns.)
+ */
+const STUCK_COLUMNS = [
+  ['payment_id', 'Payment'],
+  ['hold_id', 'Hold'],
+  ['state', 'State'],
+  ['payment_method', 'Card'],
+  ['amount_cents', 'Amount', (v) => (Number(v) / 100).toFixed(2)], // the event's currency is not in the answer
+  ['created_at', 'Paying since', (v) => new Date(v).toLocaleTimeString()],
+  ['last_error', 'Last error'],
+];
+
 async function pollStuck() {
   let body;
   try {
@@ -173,22 +188,25 @@ async function pollStuck() {
   }
   // The contract lists holds and payment attempts; accept an array or named arrays.
   const rows = Array.isArray(body)
-    ? body.map((r) => ({ kind: 'item', ...r }))
-    : Object.entries(body || {}).flatMap(([kind, list]) => (Array.isArray(list) ? list.map((r) => ({ kind, ...r })) : []));
+    ? body
+    : Object.values(body || {}).flatMap((list) => (Array.isArray(list) ? list : []));
   const box = $('stuck');
   if (!rows.length) {
     box.innerHTML = '<p class="muted">Nothing is stuck.</p>';
     return;
   }
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))].slice(0, 6);
+  const cols = STUCK_COLUMNS.filter(([key]) => rows.some((r) => r[key] !== undefined && r[key] !== null));
   const table = document.createElement('table');
   table.className = 'stuck';
   const head = table.createTHead().insertRow();
-  cols.forEach((c) => head.append(Object.assign(document.createElement('th'), { textContent: c.replace(/_/g, ' ') })));
+  cols.forEach(([, label]) => head.append(Object.assign(document.createElement('th'), { textContent: label })));
   const tbody = table.createTBody();
   rows.forEach((r) => {
     const tr = tbody.insertRow();
-    cols.forEach((c) => { tr.insertCell().textContent = r[c] === undefined ? '' : typeof r[c] === 'object' ? JSON.stringify(r[c]) : String(r[c]); });
+    cols.forEach(([key, , show]) => {
+      const v = r[key];
+      tr.insertCell().textContent = v === undefined || v === null ? '' : show ? show(v) : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    });
   });
   box.replaceChildren(table);
 }

@@ -23,6 +23,8 @@ const MESSAGES = {
   hold_expired: 'Your hold ran out, so the seats were released. No money was taken.',
   payment_in_progress: 'Your payment is already being processed. Please wait for the result.',
   idempotency_conflict: 'This request clashed with an earlier one. Please reload the page and try again.',
+  // Sent by the organizer API (creating an event), though not in API.md's table.
+  event_exists: 'An event with this id already exists. Choose another id, or open that event\'s dashboard.',
   network: 'We could not reach the server. Check your connection; we will keep trying.',
   server_error: 'Something went wrong on our side. Please try again in a moment.',
 };

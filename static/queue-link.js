@@ -82,7 +82,6 @@ export class QueueLink {
     let fatal = false;
     let plannedDelay = null;
     ws.onopen = () => {
-      this.failures = 0;
       clearTimeout(this.pollTimer);
       this.onConnection('live');
     };
@@ -100,6 +99,10 @@ export class QueueLink {
         return;
       }
       if (msg.type === 'error') fatal = true;
+      // The backoff starts over only once the server has spoken (it tells a socket its place
+      // at once): a gateway or proxy that accepts sockets and drops them would otherwise reset
+      // it at every open and be retried every second or two by everyone.
+      this.failures = 0;
       this.lastPushAt = performance.now();
       this.onUpdate(msg);
     };

@@ -14,9 +14,10 @@ const num = (text) => (/next/i.test(text) ? 0 : Number(text.replace(/[^\d]/g, ''
 const secs = (text) => text.split(':').reduce((acc, part) => acc * 60 + Number(part), 0);
 
 test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, async () => {
-  // One offer a minute and three buyers ahead: the page starts with people in front of it.
-  const event = await h.createEvent('journey', { admission: { rate_per_min: 1 } });
-  for (let i = 0; i < 3; i += 1) await h.joinByApi(event);
+  // Forty buyers ahead, served one every four seconds: the page starts far back, and the line
+  // moves slowly enough to be seen moving before the turn comes.
+  const event = await h.createEvent('journey', { admission: { rate_per_min: 15 } });
+  for (let i = 0; i < 4; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
 
   const page = await h.openPage(browser, `/events/${event}`);
   await h.waitForView(page, 'landing');
@@ -25,21 +26,38 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   await h.waitForView(page, 'waiting');
   await page.waitForFunction(() => /\d/.test(document.getElementById('position').textContent));
   const ahead = num(await page.textContent('#position'));
-  assert.ok(ahead >= 1, `expected people ahead, page says ${ahead}`);
+  assert.ok(ahead >= 10, `expected people ahead, page says ${ahead}`);
   const progress0 = Number(await page.getAttribute('#progress', 'aria-valuenow'));
   assert.equal(await page.getAttribute('#announce', 'aria-live'), 'polite');
+
+  // The bar must rise while this buyer still waits (not only jump to the offer) ...
+  const rose = await page.waitForFunction((p0) => {
+    const app = document.getElementById('app').dataset.view;
+    const now = Number(document.getElementById('progress').getAttribute('aria-valuenow'));
+    return app !== 'waiting' ? { app, now } : now > p0 && { app, now };
+  }, progress0, { timeout: 30000 }).then((handle) => handle.jsonValue());
+  assert.equal(rose.app, 'waiting', `the offer came before the progress bar moved (it stayed at ${progress0})`);
+  assert.ok(rose.now > progress0 && rose.now < 100, `progress ${progress0} → ${rose.now}`);
+  assert.ok(num(await page.textContent('#position')) < ahead, 'fewer people ahead once the bar moved');
+
+  // ... and once the queue's outflow is measured, the wait reads as a range of minutes that
+  // holds the server's own estimate for this ticket.
+  await page.waitForFunction(() => document.getElementById('app').dataset.view !== 'waiting'
+    || /^\d+–\d+ min$/.test(document.getElementById('wait').textContent), null, { timeout: 30000 });
+  assert.equal(await h.view(page), 'waiting', 'the offer came before a wait range was shown');
+  const [lo, hi] = (await page.textContent('#wait')).match(/\d+/g).map(Number);
+  assert.ok(lo < hi, `a range, low to high: ${lo}–${hi}`);
+  const { token } = await page.evaluate((ev) => JSON.parse(localStorage.getItem(`floodgate:${ev}:queue`)), event);
+  const st = await h.api('GET', `/api/events/${event}/queue/status`, { token });
+  assert.equal(st.body.status, 'waiting');
+  assert.equal(typeof st.body.estimated_wait_s, 'number', `outflow known: ${JSON.stringify(st.body)}`);
+  const minutes = st.body.estimated_wait_s / 60;
+  assert.ok(minutes >= lo - 1 && minutes <= hi + 1, `the page says ${lo}–${hi} min, the server ${st.body.estimated_wait_s} s`);
   await h.screenshot(page, 'desktop-1-waiting');
 
-  // Speed the queue up: the page must show the line moving, then the offer.
-  await h.setAdmission(event, { rate_per_min: 40 });
-  await page.waitForFunction(
-    (p0) => Number(document.getElementById('progress').getAttribute('aria-valuenow')) > p0
-      || document.getElementById('app').dataset.view === 'offered',
-    progress0, { timeout: 30000 },
-  );
-  const movedTo = await page.getAttribute('#progress', 'aria-valuenow');
-  await h.waitForView(page, 'offered');
-  assert.ok(Number(movedTo) > progress0 || (await h.view(page)) === 'offered');
+  // Speed the queue up: the offer arrives.
+  await h.setAdmission(event, { rate_per_min: 1200 });
+  await h.waitForView(page, 'offered', 30000);
   assert.match(await page.textContent('[data-panel="offered"] h1'), /your turn/i);
   const offer1 = secs(await page.textContent('#offer-countdown'));
   await h.sleep(1500);

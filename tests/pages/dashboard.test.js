@@ -4,6 +4,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { isDeepStrictEqual } = require('node:util');
 const h = require('./harness');
 
 let browser;
@@ -11,6 +12,43 @@ before(async () => { browser = await h.launch(); });
 after(async () => { await browser?.close(); });
 
 const num = (t) => Number(String(t).replace(/[^\d]/g, ''));
+
+/** The seats, holds and payments figures as the dashboard shows them, by state. */
+const shownCounts = (page) => page.evaluate(() => {
+  const read = (id) => Object.fromEntries([...document.querySelectorAll(`#${id} dd`)]
+    .map((dd) => [dd.id.slice(id.length + 1), Number(dd.textContent.replace(/[^\d]/g, ''))]));
+  return { seats: read('seats-kv'), holds: read('holds-kv'), payments: read('payments-kv') };
+});
+
+/**
+ * Where the chart's two lines are drawn, found by their legend colours in the canvas pixels:
+ * for each, the number of pixels and the highest and lowest rows (CSS px, 0 at the top).
+ */
+const chartLines = (page) => page.evaluate(() => {
+  const canvas = document.getElementById('chart');
+  const { width, height } = canvas;
+  const dpr = window.devicePixelRatio || 1;
+  const pixels = canvas.getContext('2d').getImageData(0, 0, width, height).data;
+  const rgb = (sel) => getComputedStyle(document.querySelector(sel)).color.match(/\d+/g).slice(0, 3).map(Number);
+  const line = (color) => {
+    let count = 0;
+    let top = Infinity;
+    let bottom = -Infinity;
+    for (let y = 0; y < height; y += 1) {
+      for (let x = 0; x < width; x += 1) {
+        const i = (y * width + x) * 4;
+        const near = Math.abs(pixels[i] - color[0]) + Math.abs(pixels[i + 1] - color[1]) + Math.abs(pixels[i + 2] - color[2]) < 40;
+        if (near && pixels[i + 3] > 200) {
+          count += 1;
+          top = Math.min(top, y / dpr);
+          bottom = Math.max(bottom, y / dpr);
+        }
+      }
+    }
+    return { count, top, bottom };
+  };
+  return { offers: line(rgb('.chart-legend .offers')), claims: line(rgb('.chart-legend .claims')) };
+});
 
 test('the dashboard shows the queue and its controls act on the gateway', { timeout: 120000 }, async () => {
   const event = await h.createEvent('dashboard', { admission: { rate_per_min: 1 } });
@@ -53,6 +91,85 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   await page.waitForFunction(() => document.getElementById('q-waiting').textContent.trim() === '0', null, { timeout: 10000 });
   assert.ok(num(await page.textContent('#q-offered')) + num(await page.textContent('#q-active')) >= 4);
   await h.screenshot(page, 'dashboard');
+
+  // Give the event seats, holds and payments in several states: a confirmed order, a declined
+  // card (the hold is held again), a released hold.
+  const rows = await h.seatRows(event);
+  const [, declined, released] = await Promise.all([
+    h.buyByApi(event, [rows[0][0].seat_id]),
+    h.checkoutByApi(event, [rows[0][1].seat_id], 'pm_card_declined'),
+    h.holdByApi(event, [rows[0][2].seat_id, rows[0][3].seat_id]),
+  ]);
+  await h.holdUntil(declined, (x) => x.state === 'held' && x.last_payment_error, 'held again after the decline');
+  assert.equal((await h.api('DELETE', `/api/holds/${released.holdId}`, { token: released.token })).status, 204);
+
+  // The figures on the dashboard are the gateway's (the page refreshes every 2 s).
+  let want;
+  let seen;
+  for (const end = Date.now() + 15000; ;) {
+    const st = await h.stats(event);
+    want = { seats: st.seats, holds: st.holds, payments: st.payments };
+    seen = await shownCounts(page);
+    if (isDeepStrictEqual(seen, want) || Date.now() > end) break;
+    await h.sleep(500);
+  }
+  assert.ok(want.seats.sold >= 1 && want.seats.held >= 1 && want.seats.available >= 1, `seats in several states: ${JSON.stringify(want.seats)}`);
+  assert.ok(Object.keys(want.holds).length >= 3 && Object.keys(want.payments).length >= 2, `holds and payments in several states: ${JSON.stringify(want)}`);
+  assert.deepEqual(seen, want, 'the dashboard shows what GET …/stats reports');
+
+  // The chart draws the page's own samples: the offers line left zero when the rate went up,
+  // and the claims line when the buyers above claimed their turns.
+  let lines;
+  for (const end = Date.now() + 10000; ;) {
+    lines = await chartLines(page);
+    const zero = lines.claims.bottom; // the claims line starts at 0 (one sample gives no rate)
+    if ((lines.offers.top < zero - 5 && lines.claims.top < zero - 3) || Date.now() > end) break;
+    await h.sleep(500);
+  }
+  assert.ok(lines.offers.count > 0 && lines.claims.count > 0, `both lines drawn: ${JSON.stringify(lines)}`);
+  assert.ok(lines.offers.top < lines.claims.bottom - 5, `the offers line rises above zero: ${JSON.stringify(lines)}`);
+  assert.ok(lines.claims.top < lines.claims.bottom - 3, `the claims line rises above zero: ${JSON.stringify(lines)}`);
+
+  // Max active, set on the dashboard, is what the gateway then reports.
+  const before = (await h.stats(event)).admission;
+  const maxActive = before.max_active + 7;
+  await page.fill('#max-active', String(maxActive));
+  await page.click('#admission-form button[type="submit"]');
+  await page.waitForFunction(() => /max active/.test(document.getElementById('control-status').textContent), null, { timeout: 10000 });
+  let admission;
+  for (const end = Date.now() + 5000; ;) {
+    admission = (await h.stats(event)).admission;
+    if (admission.max_active === maxActive || Date.now() > end) break;
+    await h.sleep(300);
+  }
+  assert.equal(admission.max_active, maxActive, `max_active in stats: ${JSON.stringify(admission)}`);
+  assert.equal(admission.rate_per_min, before.rate_per_min, 'the rate is left as it was');
+
+  // Stuck payments: the page asks for those paying over 60 s, longer than a test can wait (and
+  // a card failing that long would slow admission on the whole shared gateway). Its next
+  // request goes on with 0 s instead, just after a slow card started paying, and the table must
+  // list what the gateway answered.
+  const slow = await h.holdByApi(event, [rows[1][0].seat_id]);
+  const answers = [];
+  const stuckUrl = (url) => url.pathname.endsWith('/stuck');
+  await page.route(stuckUrl, async (route) => {
+    if (!answers.length) await h.payByApi(slow, 'pm_card_slow');
+    const url = new URL(route.request().url());
+    const asked = url.searchParams.get('older_than_s');
+    url.searchParams.set('older_than_s', '0');
+    const res = await route.fetch({ url: url.toString() });
+    answers.push({ asked, ids: (await res.json()).payments.map((p) => p.payment_id).sort() });
+    await route.fulfill({ response: res });
+  });
+  for (const end = Date.now() + 10000; !answers.length && Date.now() < end;) await h.sleep(100);
+  const [answer] = answers;
+  assert.ok(answer?.ids.length, `the slow payment is open in GET …/stuck: ${JSON.stringify(answers)}`);
+  assert.equal(answer.asked, '60', 'the page asks for payments stuck over 60 s');
+  await page.waitForSelector('#stuck table', { timeout: 5000 });
+  const shownRows = await page.$$eval('#stuck table tbody tr', (trs) => trs.map((tr) => tr.textContent));
+  assert.equal(shownRows.length, answer.ids.length, `one row per open payment: ${JSON.stringify(shownRows)}`);
+  for (const id of answer.ids) assert.ok(shownRows.some((row) => row.includes(id)), `payment ${id} is named in the stuck table: ${JSON.stringify(shownRows)}`);
+  await page.unroute(stuckUrl);
 
   // Pause: joins are refused while paused; resume lets them in again.
   await page.click('#pause');

@@ -108,24 +108,50 @@ async function admitByApi(event, queueToken, timeoutMs = 30000) {
   throw new Error(`no offer for ${event} within ${timeoutMs} ms`);
 }
 
-/** A whole purchase over the API with pm_card_visa: returns the confirmed hold. */
-async function buyByApi(event, seats) {
+/** A buyer without a page who joins, is admitted and holds `seats`: {token, holdId}. */
+async function holdByApi(event, seats) {
   const joined = await joinByApi(event);
   const token = await admitByApi(event, joined.queue_token);
   const hold = await api('POST', `/api/events/${event}/holds`, { token, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { seats } });
   assert.equal(hold.status, 201, `hold → ${hold.status} ${JSON.stringify(hold.body)}`);
-  const pay = await api('POST', `/api/holds/${hold.body.hold_id}/checkout`, {
-    token, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { payment_method: 'pm_card_visa' },
+  return { token, holdId: hold.body.hold_id };
+}
+
+/** Pays for a hold of holdByApi with `card`; returns once the checkout is accepted (202). */
+async function payByApi({ token, holdId }, card) {
+  const pay = await api('POST', `/api/holds/${holdId}/checkout`, {
+    token, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { payment_method: card },
   });
   assert.equal(pay.status, 202, `checkout → ${pay.status} ${JSON.stringify(pay.body)}`);
-  const end = Date.now() + 30000;
+  return pay.body;
+}
+
+/** holdByApi, then payByApi: returns {token, holdId}, the payment running on. */
+async function checkoutByApi(event, seats, card) {
+  const held = await holdByApi(event, seats);
+  await payByApi(held, card);
+  return held;
+}
+
+/** Polls the hold until `done(hold)` holds; returns that hold. */
+async function holdUntil({ token, holdId }, done, what, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs;
+  let last;
   while (Date.now() < end) {
-    const h = await api('GET', `/api/holds/${hold.body.hold_id}`, { token });
-    if (h.body?.state === 'confirmed') return h.body;
-    assert.ok(['paying', 'held'].includes(h.body?.state), `hold went ${JSON.stringify(h.body)}`);
+    last = (await api('GET', `/api/holds/${holdId}`, { token })).body;
+    if (done(last)) return last;
     await sleep(300);
   }
-  throw new Error('payment did not confirm within 30 s');
+  throw new Error(`hold ${holdId} not ${what} within ${timeoutMs} ms: ${JSON.stringify(last)}`);
+}
+
+/** A whole purchase over the API with pm_card_visa: returns the confirmed hold. */
+async function buyByApi(event, seats) {
+  const paying = await checkoutByApi(event, seats, 'pm_card_visa');
+  return holdUntil(paying, (h) => {
+    assert.ok(['paying', 'held', 'confirmed'].includes(h?.state), `hold went ${JSON.stringify(h)}`);
+    return h.state === 'confirmed';
+  }, 'confirmed');
 }
 
 /**
@@ -219,7 +245,7 @@ function sleep(ms) {
 }
 
 module.exports = {
-  BASE, api, organizer, createEvent, seatRows, setAdmission, stats, joinByApi, admitByApi, buyByApi,
+  BASE, api, organizer, createEvent, seatRows, setAdmission, stats, joinByApi, admitByApi, holdByApi, payByApi, checkoutByApi, holdUntil, buyByApi,
   launch, openPage, waitForView, view, joinAndClaim, pickSeatsByKeyboard, selectedSeats,
   holdSeats, pay, screenshot, sleep,
 };

@@ -10,6 +10,7 @@ let browser;
 before(async () => { browser = await h.launch(); });
 after(async () => { await browser?.close(); });
 
+const num = (text) => (/next/i.test(text) ? 0 : Number(text.replace(/[^\d]/g, '')));
 const stored = (page, event) => page.evaluate((ev) => JSON.parse(localStorage.getItem(`floodgate:${ev}:queue`)), event);
 
 test('closing and reopening a waiting tab keeps the place', { timeout: 90000 }, async () => {
@@ -39,10 +40,10 @@ test('closing and reopening a waiting tab keeps the place', { timeout: 90000 }, 
   await context.close();
 });
 
-test('without WebSockets the page polls and still reaches its turn', { timeout: 90000 }, async () => {
-  const event = await h.createEvent('polling', { admission: { rate_per_min: 1 } });
-  await h.joinByApi(event);
-  await h.joinByApi(event);
+test('without WebSockets the page polls at the server\'s retry_after_s and still reaches its turn', { timeout: 90000 }, async () => {
+  // Far enough back (100+ ahead) that the server asks for a slower poll than near the front.
+  const event = await h.createEvent('polling', { admission: { rate_per_min: 1, max_active: 1000 } });
+  for (let i = 0; i < 11; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
   const context = await browser.newContext();
   // A network that blocks WebSockets: the constructor fails.
   await context.addInitScript(() => {
@@ -54,12 +55,36 @@ test('without WebSockets the page polls and still reaches its turn', { timeout: 
     window.WebSocket.OPEN = 1;
   });
   const page = await h.openPage(browser, `/events/${event}`, { context });
+  // Every status read: when it left and came back (the browser's own timing) and what it said.
+  const polls = [];
+  page.on('response', async (res) => {
+    if (res.request().method() !== 'GET' || !/\/queue\/status$/.test(new URL(res.url()).pathname)) return;
+    const body = await res.json();
+    await res.finished();
+    const t = res.request().timing();
+    polls.push({ start: t.startTime, end: t.startTime + t.responseEnd, retry: body.retry_after_s, status: body.status });
+  });
   await h.waitForView(page, 'landing');
   await page.click('#join');
   await h.waitForView(page, 'waiting');
-  await h.setAdmission(event, { rate_per_min: 60 });
+  const waitingPolls = () => polls.filter((p) => p.status === 'waiting').length;
+  for (let end = Date.now() + 20000; waitingPolls() < 2 && Date.now() < end;) await h.sleep(200);
+  await h.setAdmission(event, { rate_per_min: 6000 });
   await h.waitForView(page, 'offered', 60000);
+  for (let end = Date.now() + 10000; polls.filter((p) => p.status === 'offered').length < 3 && Date.now() < end;) await h.sleep(200);
   assert.notEqual(await page.textContent('#connection'), 'Live');
+
+  // Each poll waits what the answer before it said (the page adds ±10 % jitter; the rest is
+  // timer and network slack), and the server said more than one thing over the wait.
+  polls.sort((a, b) => a.start - b.start);
+  const gaps = polls.slice(1).map((p, i) => ({ after: polls[i].status, retry: polls[i].retry, gap: p.start - polls[i].end }));
+  assert.ok(gaps.filter((g) => g.after === 'waiting').length >= 1 && gaps.filter((g) => g.after === 'offered').length >= 2, `polls while waiting and offered: ${JSON.stringify(gaps)}`);
+  assert.ok(new Set(gaps.map((g) => g.retry)).size >= 2, `the server asked for different intervals: ${JSON.stringify(gaps)}`);
+  for (const g of gaps) {
+    assert.ok(g.gap >= g.retry * 1000 * 0.85 - 150 && g.gap <= g.retry * 1000 * 1.15 + 400,
+      `after a "${g.after}" answer with retry_after_s ${g.retry} the page waited ${Math.round(g.gap)} ms (all: ${JSON.stringify(gaps)})`);
+  }
+
   await page.click('#claim');
   await h.waitForView(page, 'seats');
   assert.deepEqual(page.errors, []);
@@ -106,4 +131,82 @@ test('a dropped socket is reconnected with the same token and the place is kept'
   await h.waitForView(page, 'offered', 30000);
   assert.deepEqual(page.errors, []);
   await context.close();
+});
+
+/**
+ * A waiting tab whose queue socket is cut without a `reconnect` message: the first, live one
+ * just after the gateway's first message, the next `cuts - 1` before the gateway says anything
+ * (refused outright, or accepted and dropped). Later sockets go through. Math.random is pinned
+ * to `draw`, so the jitter the page draws is known. Returns every socket attempt {url, at, cutAt}.
+ */
+async function cutRepeatedly(event, draw, cuts) {
+  const context = await browser.newContext();
+  await context.addInitScript((r) => { Math.random = () => r; }, draw);
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (err) => page.errors.push(err.message));
+  const attempts = [];
+  await page.routeWebSocket(/\/queue\/ws/, (ws) => {
+    const attempt = { url: ws.url(), at: Date.now(), cutAt: null };
+    attempts.push(attempt);
+    const cut = () => {
+      if (attempt.cutAt) return;
+      attempt.cutAt = Date.now();
+      ws.close({ code: 1011, reason: 'cut' });
+    };
+    if (attempts.length === 1) {
+      const server = ws.connectToServer();
+      server.onMessage((m) => {
+        if (attempt.cutAt) return;
+        ws.send(m);
+        setTimeout(cut, 300);
+      });
+    } else if (attempts.length <= cuts) {
+      // Alternately refused outright and accepted then dropped before a word.
+      if (attempts.length % 2 === 0) cut();
+      else setTimeout(cut, 150);
+    } else {
+      ws.connectToServer();
+    }
+  });
+  await page.goto(`${h.BASE}/events/${event}`);
+  await h.waitForView(page, 'landing');
+  await page.click('#join');
+  await h.waitForView(page, 'waiting');
+  await page.waitForFunction(() => /\d|next/.test(document.getElementById('position').textContent));
+  return { context, page, attempts };
+}
+
+test('a socket cut without warning is retried with growing, jittered delays, keeping the place', { timeout: 90000 }, async () => {
+  const event = await h.createEvent('backoff', { admission: { rate_per_min: 1 } });
+  await h.joinByApi(event);
+  await h.joinByApi(event);
+  const cuts = 3;
+  // Two tabs whose random draws differ: the draw, not only the failure count, sets the delay.
+  const tabs = await Promise.all([cutRepeatedly(event, 0.15, cuts), cutRepeatedly(event, 0.4, cuts)]);
+  const delays = [];
+  for (const { page, attempts } of tabs) {
+    const before = await page.evaluate((ev) => localStorage.getItem(`floodgate:${ev}:queue`), event);
+    const position = num(await page.textContent('#position'));
+    for (let end = Date.now() + 30000; attempts.length <= cuts && Date.now() < end;) await h.sleep(100);
+    await page.waitForFunction(() => document.getElementById('connection').dataset.mode === 'live', null, { timeout: 30000 });
+    assert.ok(attempts.length > cuts, `the page came back after ${cuts} cuts (${attempts.length} sockets)`);
+    const token = (a) => new URL(a.url).searchParams.get('token');
+    assert.ok(attempts.every((a) => token(a) === token(attempts[0])), 'every socket carries the same token');
+    assert.equal(await page.evaluate((ev) => localStorage.getItem(`floodgate:${ev}:queue`), event), before, 'the stored place is untouched');
+    await page.waitForFunction(() => /\d|next/.test(document.getElementById('position').textContent));
+    assert.equal(await h.view(page), 'waiting');
+    assert.ok(num(await page.textContent('#position')) <= position, 'no place lost');
+    delays.push(attempts.slice(1, cuts + 1).map((a, i) => a.at - attempts[i].cutAt));
+  }
+  for (const d of delays) {
+    assert.ok(d.every((ms) => ms >= 400), `no immediate retry: ${d}`);
+    for (let i = 1; i < d.length; i += 1) assert.ok(d[i] - d[i - 1] >= 150, `each retry waits longer than the one before: ${d}`);
+  }
+  const [a, b] = delays;
+  a.forEach((ms, i) => assert.ok(Math.abs(ms - b[i]) >= 300, `after failure ${i + 1} the two tabs waited ${ms} and ${b[i]} ms: no jitter`));
+  for (const { page, context } of tabs) {
+    assert.deepEqual(page.errors, []);
+    await context.close();
+  }
 });
