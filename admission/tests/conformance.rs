@@ -227,8 +227,92 @@ async fn pause_resume(kind: Kind) {
 }
 both!(pause_resume);
 
-/// With 30% never claiming, claimed sessions flow at the configured rate ±10%, and nobody
-/// waits behind a lapsed offer.
+/// Three minutes of ticks for the no-show stories; claims are counted from `STEADY_FROM` on.
+const NO_SHOW_TICKS: u32 = 1_800;
+/// 30 s: the first lapses (at `offer_s` ≤ 20 s) have begun handing their place in the rate
+/// back, so from here to the end (150 s) the flow is steady.
+const STEADY_FROM: u32 = 300;
+
+/// What a no-show run saw.
+#[derive(Debug, Default)]
+struct NoShowFlow {
+    /// Every offer, in the order made.
+    offered: Vec<u64>,
+    /// Claims per minute over the steady window (30 s to 180 s).
+    claims_per_min: f64,
+    /// Ticks that ended with every slot taken and buyers still waiting.
+    held_ticks: u32,
+    /// Ticks in which offers lapsed while the queue was held, and the longest it then took
+    /// until the next buyer in line was offered.
+    handoffs: u32,
+    longest_handoff: Duration,
+}
+
+/// Buyers with `seq % 10 < 3` (30%) never claim; the rest claim as soon as offered. Checks the
+/// cap on every tick.
+async fn no_show_flow(h: &Harness, buyers: usize, max_active: u64) -> NoShowFlow {
+    let joined = h.join_n(buyers).await;
+    let mut flow = NoShowFlow::default();
+    let mut steady_claims = 0u32;
+    // As of the previous tick: offers lapsed so far, and whether the cap held the queue back.
+    let mut lapsed = 0;
+    let mut held = false;
+    // The round a lapse freed a slot of the held queue, until somebody is offered.
+    let mut freed_at: Option<u32> = None;
+    for round in 1..=NO_SHOW_TICKS {
+        h.advance(TICK).await;
+        let r = h.tick().await;
+        let s = &r.snapshot;
+        assert!(
+            s.active + s.open_offers <= max_active,
+            "cap exceeded: {s:?}"
+        );
+        if held && s.lapsed_total > lapsed {
+            flow.handoffs += 1;
+            freed_at.get_or_insert(round);
+        }
+        if !r.offered.is_empty()
+            && let Some(at) = freed_at.take()
+        {
+            flow.longest_handoff = flow.longest_handoff.max(TICK * (round - at));
+        }
+        lapsed = s.lapsed_total;
+        held = s.active + s.open_offers == max_active && s.waiting > 0;
+        if held && round > STEADY_FROM {
+            flow.held_ticks += 1;
+        }
+        for seq in &r.offered {
+            if seq % 10 >= 3 {
+                h.adm
+                    .claim(&joined[(*seq - 1) as usize].claims)
+                    .await
+                    .expect("claim");
+                if round > STEADY_FROM {
+                    steady_claims += 1;
+                }
+            }
+        }
+        flow.offered.extend(r.offered);
+    }
+    let minutes = f64::from(NO_SHOW_TICKS - STEADY_FROM) * TICK.as_secs_f64() / 60.0;
+    flow.claims_per_min = f64::from(steady_claims) / minutes;
+    assert!(
+        flow.offered.len() < buyers,
+        "the queue ran dry; the rate was not measured"
+    );
+    assert!(
+        flow.offered
+            .iter()
+            .zip(1..)
+            .all(|(seq, place)| *seq == place),
+        "offers in queue order past every lapse, nobody skipped"
+    );
+    flow
+}
+
+/// With 30% never claiming, claimed sessions flow at the configured rate ±10% (measured from
+/// 30 s to 180 s), and queue order holds past the lapses. Slots are plentiful here; see
+/// `no_shows_with_the_cap_binding` for lapsed offers holding buyers back.
 async fn no_shows(kind: Kind) {
     let h = Harness::new(kind, "noshow", |c| {
         c.rate_per_min = 600;
@@ -236,40 +320,61 @@ async fn no_shows(kind: Kind) {
         c.offer_s = 20;
     })
     .await;
-    let joined = h.join_n(4_000).await;
-    let mut claimed = 0usize;
-    let mut claimed_late = 0usize;
-    let mut offered = Vec::new();
-    for round in 0..1_800u32 {
-        h.advance(TICK).await;
-        let r = h.tick().await;
-        for seq in &r.offered {
-            if seq % 10 >= 3 {
-                h.adm
-                    .claim(&joined[(*seq - 1) as usize].claims)
-                    .await
-                    .expect("claim");
-                claimed += 1;
-                if round >= 1_200 {
-                    claimed_late += 1;
-                }
-            }
-        }
-        offered.extend(r.offered);
-    }
-    // The last minute is steady state: lapses have begun and give their rate back.
-    println!("{kind:?}: {claimed_late} claimed in the last minute at 600/min with 30% no-shows");
-    assert!(
-        (540..=660).contains(&claimed_late),
-        "{claimed_late} claims/min, want 600 ± 10%"
+    let flow = no_show_flow(&h, 4_000, 10_000).await;
+    println!(
+        "{kind:?}: {:.1} claims/min from 30 s to 180 s at 600/min with 30% no-shows",
+        flow.claims_per_min
     );
-    assert!(claimed > 0);
     assert!(
-        offered.windows(2).all(|w| w[0] < w[1]),
-        "queue order kept past lapses"
+        (540.0..=660.0).contains(&flow.claims_per_min),
+        "{:.1} claims/min, want 600 ± 10%",
+        flow.claims_per_min
     );
 }
 both!(no_shows);
+
+/// The same with the cap binding: 20 slots, a claimed session holds its slot for 4 s and a
+/// no-show for the 12 s until its offer lapses, so no-shows fill most of the slots and at times
+/// all of them. Claims still flow at the configured rate ±10% (30 s to 180 s), and nobody waits
+/// behind a lapsed offer: when a lapse frees a slot of a held queue, the next buyer in line is
+/// offered within a second (a claim's slot stays counted for a second past its insert, so
+/// a claim made just before can take the freed slot for that long).
+async fn no_shows_with_the_cap_binding(kind: Kind) {
+    let h = Harness::new(kind, "noshowcap", |c| {
+        // 120/min rather than 600: 20 slots cannot carry 600 claims a minute at all.
+        c.rate_per_min = 120;
+        c.max_active = 20;
+        c.offer_s = 12;
+        c.session_s = 4;
+    })
+    .await;
+    let flow = no_show_flow(&h, 1_000, 20).await;
+    println!(
+        "{kind:?}: {:.1} claims/min from 30 s to 180 s at 120/min with 30% no-shows and 20 \
+         slots; held by the cap {} of {} ticks; {} ticks lapsed offers of a held queue, the longest \
+         wait for the next offer after one {:?}",
+        flow.claims_per_min,
+        flow.held_ticks,
+        NO_SHOW_TICKS - STEADY_FROM,
+        flow.handoffs,
+        flow.longest_handoff
+    );
+    assert!(
+        (108.0..=132.0).contains(&flow.claims_per_min),
+        "{:.1} claims/min, want 120 ± 10%",
+        flow.claims_per_min
+    );
+    assert!(
+        flow.held_ticks >= 75 && flow.handoffs >= 10,
+        "the cap must bind for this story to mean anything: {flow:?}"
+    );
+    assert!(
+        flow.longest_handoff <= Duration::from_secs(1),
+        "a buyer waited {:?} behind a lapsed offer",
+        flow.longest_handoff
+    );
+}
+both!(no_shows_with_the_cap_binding);
 
 /// Pre-queue: the revealed seed reproduces the order exactly; arrival and offer order are
 /// uncorrelated; post-opening arrivals all come after.

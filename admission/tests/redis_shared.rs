@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission::testing::ThrowawayRedis;
-use admission::{Admission, AdmissionDb, QueueStatus};
+use admission::{Admission, AdmissionDb, AdmissionError, EventState, QueueStatus};
 use support::{Harness, Kind, client};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -283,6 +283,68 @@ async fn late_returns_extend_the_reconnect_grace() {
     let resumed = h.run(20, TICK).await;
     assert!(!resumed.is_empty(), "offers resume once returns stop");
     assert_eq!(resumed[0], before[40].claims.seq.min(before[49].claims.seq));
+    drop(own);
+}
+
+/// A pause lives in the database, read on every tick with its version, so a Redis wipe cannot
+/// undo it: no offers while paused, through the reconnect grace and long past it; on resume
+/// the offers continue in queue order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_survives_a_wipe() {
+    let (own, h) = own_redis_harness("pausewipe", 1_000).await;
+    let joined = h.join_n(100).await;
+    let before = h.run(20, TICK).await;
+    assert!(!before.is_empty());
+    assert!(before.iter().zip(1..).all(|(seq, place)| *seq == place));
+    // Those offered claim, so only the waiting tail is left to come back.
+    for seq in &before {
+        h.adm
+            .claim(&joined[(*seq - 1) as usize].claims)
+            .await
+            .expect("claim");
+    }
+    h.update(|c| c.paused = true);
+    assert!(h.run(10, TICK).await.is_empty(), "no offers while paused");
+    let epoch = h.tick().await.snapshot.epoch;
+
+    flushall(&own.url).await;
+
+    // The first tick notices the loss, recovers and starts the reconnect grace.
+    let first = h.tick().await;
+    assert!(first.offered.is_empty(), "an offer while paused: {first:?}");
+    assert_ne!(first.snapshot.epoch, epoch, "the wipe was noticed");
+    // The waiting buyers come back (re-registering the places Redis lost) and are told the
+    // queue is paused.
+    let waiting = &joined[before.len()..];
+    for j in waiting {
+        let st = h.adm.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, QueueStatus::Paused, "{:?} {st:?}", j.claims.seq);
+    }
+    // Six graces is the longest returning tokens can keep offers held; tick well past it, so
+    // only the pause can be what holds them.
+    let grace = support::config(&h.clock).reconnect_grace;
+    let ticks = (7 * grace).as_millis() / TICK.as_millis();
+    let during = h.run(ticks as usize, TICK).await;
+    assert!(
+        during.is_empty(),
+        "offers while paused after the wipe: {during:?}"
+    );
+    let snap = h.tick().await.snapshot;
+    assert_eq!(snap.state, EventState::Paused, "{snap:?}");
+    let err = h
+        .adm
+        .join(&h.event, client(), None)
+        .await
+        .expect_err("paused");
+    assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
+
+    h.update(|c| c.paused = false);
+    let after = h.run(200, TICK).await;
+    let want: Vec<u64> = waiting.iter().map(|j| j.claims.seq).collect();
+    assert_eq!(
+        after, want,
+        "offers continue in queue order, nobody skipped"
+    );
     drop(own);
 }
 
