@@ -67,6 +67,11 @@ impl Group {
         }
     }
 
+    /// Joins and polls: what a crowd sends, many times over, and what is held before a refusal.
+    fn is_crowd(self) -> bool {
+        matches!(self, Group::Joins | Group::Polls)
+    }
+
     /// The group of a matched route (axum's route template, e.g. `/api/holds/{hold}`).
     pub fn of(route: &str) -> Group {
         match route {
@@ -100,6 +105,14 @@ pub struct Budgets {
     /// Organizer calls (bulk seat generation may take a while).
     pub organizer_timeout: Duration,
 }
+
+/// How long a shed join or poll waits before its 503. Answering a flood at once lets each of its
+/// connections send again at once, and at five times what the gateway serves, parsing and
+/// refusing those requests alone fills the cores and starves holds and checkouts (measured by
+/// `cargo bench -p gateway --bench overload`: hold p99 12× unloaded). Held half a second, a
+/// connection is refused at most twice a second, and a shed buyer, told to come back seconds
+/// later anyway, loses nothing.
+const SHED_DELAY: Duration = Duration::from_millis(500);
 
 /// The shortest and longest `Retry-After` a shed request is told (before jitter).
 const MIN_RETRY_S: u64 = 2;
@@ -262,6 +275,12 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         return next.run(request).await;
     };
     let Some(permit) = limit.admit() else {
+        if group.is_crowd() {
+            // An HTTP/1.1 connection reads its next request only once this one is answered:
+            // holding the refusal a moment caps what each flooding connection costs, while
+            // the sleep itself costs nothing (see `SHED_DELAY`).
+            tokio::time::sleep(SHED_DELAY).await;
+        }
         return shed_answer(limit);
     };
     let Some(deadline) = guard.timeout(group) else {
