@@ -5,8 +5,7 @@
 //! - `listener`, `shutdown`, `telemetry`: process plumbing.
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
-//! - `overload`, `core_runtime`, `request_span`, `metrics`: load shedding and deadlines, the
-//!   money path's own runtime, request spans,
+//! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
 //!   Prometheus; `fanout`, `ops_gauges`: the figures `/metrics` samples (socket fan-out time,
 //!   queue, outbox, sweeper, payments, pool).
 //! - `backpressure`: slowing admission while the reservation core is unhealthy.
@@ -23,7 +22,6 @@ pub mod body;
 pub mod client_ip;
 pub mod clock;
 pub mod config;
-pub mod core_runtime;
 pub mod demo;
 pub mod errors;
 pub mod extract;

@@ -22,7 +22,6 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use crate::core_runtime::CoreRuntime;
 use crate::problem::Problem;
 
 /// The route groups with their own in-flight budget.
@@ -223,13 +222,11 @@ pub struct Guard {
     reads: Limit,
     request_timeout: Duration,
     organizer_timeout: Duration,
-    /// Where the reservation group's handlers run (`core_runtime.rs`).
-    core: CoreRuntime,
 }
 
 impl Guard {
-    pub fn new(budgets: &Budgets) -> std::io::Result<Self> {
-        Ok(Self {
+    pub fn new(budgets: &Budgets) -> Self {
+        Self {
             joins: Limit::new("joins", budgets.joins),
             polls: Limit::new("polls", budgets.polls),
             sockets: Limit::new("sockets", budgets.sockets),
@@ -238,8 +235,7 @@ impl Guard {
             reads: Limit::new("reads", budgets.reads),
             request_timeout: budgets.request_timeout,
             organizer_timeout: budgets.organizer_timeout,
-            core: CoreRuntime::start()?,
-        })
+        }
     }
 
     pub fn limit(&self, group: Group) -> Option<&Limit> {
@@ -289,19 +285,15 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         return response;
     };
     // The handler runs to its end in its own task (holding the permit), whatever the client
-    // is told at the deadline: a half-done write is never abandoned. The money path's tasks
-    // run on their own runtime, out of a join storm's way.
-    let work = async move {
-        let response = next.run(request).await;
-        drop(permit);
-        response
-    }
-    .in_current_span();
-    let mut work = if group == Group::Reservations {
-        guard.core.spawn(work)
-    } else {
-        tokio::spawn(work)
-    };
+    // is told at the deadline: a half-done write is never abandoned.
+    let mut work = tokio::spawn(
+        async move {
+            let response = next.run(request).await;
+            drop(permit);
+            response
+        }
+        .in_current_span(),
+    );
     match tokio::time::timeout(deadline, &mut work).await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => {
@@ -320,13 +312,22 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     }
 }
 
+/// Marks a response as a shed request's, so the request log does not write a warning per
+/// refusal: a flood would otherwise spend the gateway on log lines. `floodgate_rejections_total`
+/// counts them.
+#[derive(Clone, Copy, Debug)]
+pub struct Shed;
+
 fn shed_answer(limit: &Limit) -> Response {
     let name = limit.name;
     metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => name)
         .increment(1);
-    Problem::overloaded(format!("too many {name} requests in flight; retry later"))
-        .retry_after(limit.pace.retry_after_s())
-        .into_response()
+    let mut response =
+        Problem::overloaded(format!("too many {name} requests in flight; retry later"))
+            .retry_after(limit.pace.retry_after_s())
+            .into_response();
+    response.extensions_mut().insert(Shed);
+    response
 }
 
 /// One group's limit as a layer of its own (no deadline).
@@ -426,7 +427,7 @@ mod tests {
     async fn a_slow_request_hears_503_at_its_deadline_and_still_finishes() {
         let finished = Arc::new(tokio::sync::Notify::new());
         let done = finished.clone();
-        let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))).unwrap());
+        let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))));
         let app = Router::new()
             .route(
                 "/api/session",
@@ -460,7 +461,6 @@ mod tests {
         finished.notified().await;
         tokio::task::yield_now().await;
         let limit = guard.limit(Group::Reservations).unwrap();
-        // (It ran on the money path's runtime, on another thread.)
         for _ in 0..100 {
             if limit.in_flight() == 0 {
                 break;

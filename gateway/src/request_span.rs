@@ -33,8 +33,12 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     let mut response = next.run(request).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status();
+    let shed = response
+        .extensions()
+        .get::<crate::overload::Shed>()
+        .is_some();
     span.in_scope(|| {
-        if status.is_server_error() {
+        if status.is_server_error() && !shed {
             tracing::warn!(
                 status = status.as_u16(),
                 elapsed_ms = elapsed.as_millis() as u64,

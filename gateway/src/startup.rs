@@ -63,7 +63,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         }),
         health: Default::default(),
         shutdown,
-        guard: Arc::new(crate::overload::Guard::new(&config.budgets())?),
+        guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
         fanouts: crate::fanout::FanOuts::default(),
     })
 }
