@@ -1,6 +1,6 @@
 //! Overload: a join flood far beyond the join group's in-flight budget is shed with 503
-//! `overloaded` + `Retry-After` (never a hang), while holds and checkouts made during the flood
-//! all go through; after the flood, joins work again. The join limit per client address
+//! `overloaded` + `Retry-After` (never a hang), while holds, checkouts and the status polls of a
+//! buyer already waiting all go through; after the flood, joins work again. The join limit per client address
 //! believes `X-Forwarded-For` only from a trusted proxy.
 //!
 //! Latency under the flood is measured in `benches/overload.rs`, not asserted here.
@@ -89,6 +89,8 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
     for _ in 0..BUYERS {
         buyers.push(app.admit(&event).await);
     }
+    // And one who is in the queue already, polling its place: polls have a budget of their own.
+    let waiting = app.join_queue(&event).await;
 
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
@@ -126,6 +128,9 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
             .await
             .expect(202);
         holds.push(hold);
+    }
+    for _ in 0..10 {
+        app.queue_status(&waiting).await.expect(200);
     }
     let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
     stop.store(true, Ordering::Relaxed);

@@ -8,7 +8,8 @@
 # Environment: DATABASE_URL (a database on the server to create the scratch one beside),
 # REDIS_URL, GATEWAYS (number of gateway processes, default 1), SOAK_KEEP_LOGS=1 to keep logs,
 # SOAK_RELEASE=1 to build and run release binaries (the fair setting for big runs; CI uses the
-# test build's debug binaries so nothing recompiles).
+# test build's debug binaries so nothing recompiles), SOAK_NICE=10 to run the soak itself at a
+# lower priority than the servers it measures.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -82,5 +83,7 @@ curl -fsS -X POST "$sim_url/_sim/knobs" -H 'content-type: application/json' -d "
   \"webhook_out_of_order\": true, \"reorder_window_ms\": 200
 }" >/dev/null
 
-"$bin/soak" "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
+# SOAK_NICE=N runs the soak at that niceness: on one small machine the load generator for a
+# 500k crowd costs more CPU than the gateway it measures, and would otherwise starve it.
+nice -n "${SOAK_NICE:-0}" "$bin/soak" "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
   --sim-url "$sim_url" --watch-pid "$watch" "$@"

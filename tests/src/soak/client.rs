@@ -33,6 +33,11 @@ impl Answer {
     }
 }
 
+/// A join: `POST /api/events/{event}/queue`.
+fn is_join(path: &str) -> bool {
+    path.split('?').next().unwrap_or(path).ends_with("/queue")
+}
+
 /// One request to send; headers besides the forwarded address are optional.
 pub struct Call<'a> {
     pub method: Method,
@@ -51,7 +56,12 @@ pub struct Net {
     clients: Vec<reqwest::Client>,
     sources: Vec<Ipv4Addr>,
     next: AtomicUsize,
-    in_flight: Semaphore,
+    /// Requests in flight, in two pools: joins (which a flooded gateway holds a moment before
+    /// refusing), and the rest (polls, claims, holds, checkouts, reads). In browsers, a buyer's
+    /// poll or checkout never waits behind other buyers' joins; one shared pool would make it,
+    /// and offers would lapse and holds expire in the soak's own queue.
+    join_in_flight: Semaphore,
+    other_in_flight: Semaphore,
     pub sockets: Semaphore,
     /// Requests and sockets sent to the next gateway because theirs refused the connection
     /// (a dead gateway: buyers keep their tokens, as behind a load balancer).
@@ -93,7 +103,8 @@ impl Net {
             clients,
             sources,
             next: AtomicUsize::new(0),
-            in_flight: Semaphore::new(concurrency.max(1)),
+            join_in_flight: Semaphore::new(concurrency.max(1)),
+            other_in_flight: Semaphore::new(concurrency.max(1)),
             sockets: Semaphore::new(max_sockets),
             failovers: AtomicU64::new(0),
         }))
@@ -124,11 +135,12 @@ impl Net {
 
     async fn send_to(&self, call: &Call<'_>, gateway: usize) -> Result<Answer, String> {
         let url = format!("{}{}", self.gateway(gateway), call.path);
-        let _permit = self
-            .in_flight
-            .acquire()
-            .await
-            .map_err(|_| "closed".to_owned())?;
+        let pool = if is_join(call.path) {
+            &self.join_in_flight
+        } else {
+            &self.other_in_flight
+        };
+        let _permit = pool.acquire().await.map_err(|_| "closed".to_owned())?;
         let mut request = self
             .client()
             .request(call.method.clone(), url)
