@@ -33,11 +33,6 @@ impl Answer {
     }
 }
 
-/// A join: `POST /api/events/{event}/queue`.
-fn is_join(path: &str) -> bool {
-    path.split('?').next().unwrap_or(path).ends_with("/queue")
-}
-
 /// One request to send; headers besides the forwarded address are optional.
 pub struct Call<'a> {
     pub method: Method,
@@ -56,11 +51,13 @@ pub struct Net {
     clients: Vec<reqwest::Client>,
     sources: Vec<Ipv4Addr>,
     next: AtomicUsize,
-    /// Requests in flight, in two pools: joins (which a flooded gateway holds a moment before
-    /// refusing), and the rest (polls, claims, holds, checkouts, reads). In browsers, a buyer's
-    /// poll or checkout never waits behind other buyers' joins; one shared pool would make it,
-    /// and offers would lapse and holds expire in the soak's own queue.
+    /// Requests in flight, in three pools: joins (which a flooded gateway holds a moment before
+    /// refusing), status polls (hundreds of thousands of waiting buyers), and the rest (claims,
+    /// holds, checkouts, reads). In browsers, no buyer's request waits behind other buyers';
+    /// one shared pool would make it, and offers would lapse and holds expire in the soak's
+    /// own queue.
     join_in_flight: Semaphore,
+    poll_in_flight: Semaphore,
     other_in_flight: Semaphore,
     pub sockets: Semaphore,
     /// Requests and sockets sent to the next gateway because theirs refused the connection
@@ -104,6 +101,7 @@ impl Net {
             sources,
             next: AtomicUsize::new(0),
             join_in_flight: Semaphore::new(concurrency.max(1)),
+            poll_in_flight: Semaphore::new(concurrency.max(1)),
             other_in_flight: Semaphore::new(concurrency.max(1)),
             sockets: Semaphore::new(max_sockets),
             failovers: AtomicU64::new(0),
@@ -135,8 +133,11 @@ impl Net {
 
     async fn send_to(&self, call: &Call<'_>, gateway: usize) -> Result<Answer, String> {
         let url = format!("{}{}", self.gateway(gateway), call.path);
-        let pool = if is_join(call.path) {
+        let path = call.path.split('?').next().unwrap_or(call.path);
+        let pool = if path.ends_with("/queue") {
             &self.join_in_flight
+        } else if path.ends_with("/queue/status") {
+            &self.poll_in_flight
         } else {
             &self.other_in_flight
         };
