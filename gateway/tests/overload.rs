@@ -132,6 +132,9 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
     for _ in 0..10 {
         app.queue_status(&waiting).await.expect(200);
     }
+    // A refusal is answered half a second after it is decided (`SHED_DELAY`): wait for those
+    // decided while the buyers held and paid.
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
     stop.store(true, Ordering::Relaxed);
     for flooder in flooders {
