@@ -205,11 +205,7 @@ async fn pause_resume(kind: Kind) {
         h.adm.status(&last.claims).await.expect("status").status,
         QueueStatus::Paused
     );
-    let err = h
-        .adm
-        .join(&h.event, client(), None)
-        .await
-        .expect_err("paused");
+    let err = h.refused_join().await;
     assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
     h.update(|c| c.paused = false);
     let after = h.run(50, TICK).await;
@@ -463,11 +459,7 @@ async fn sold_out(kind: Kind) {
         h.adm.status(&last.claims).await.expect("status").status,
         QueueStatus::SoldOut
     );
-    let err = h
-        .adm
-        .join(&h.event, client(), None)
-        .await
-        .expect_err("sold out");
+    let err = h.refused_join().await;
     assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
     let err = h.adm.claim(&last.claims).await.expect_err("sold out");
     assert!(matches!(err, AdmissionError::SoldOut), "{err:?}");
@@ -504,11 +496,7 @@ async fn closed(kind: Kind) {
         h.adm.status(&j.claims).await.expect("status").status,
         QueueStatus::Closed
     );
-    let err = h
-        .adm
-        .join(&h.event, client(), None)
-        .await
-        .expect_err("closed");
+    let err = h.refused_join().await;
     assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
     let err = h.adm.claim(&j.claims).await.expect_err("closed");
     assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");

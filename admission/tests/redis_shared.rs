@@ -331,11 +331,7 @@ async fn pause_survives_a_wipe() {
     );
     let snap = h.tick().await.snapshot;
     assert_eq!(snap.state, EventState::Paused, "{snap:?}");
-    let err = h
-        .adm
-        .join(&h.event, client(), None)
-        .await
-        .expect_err("paused");
+    let err = h.refused_join().await;
     assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
 
     h.update(|c| c.paused = false);

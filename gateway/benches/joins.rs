@@ -22,9 +22,10 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use support::http1;
 use support::stats::{median, quantile, verdict};
 use support::worker::{self, Worker, say};
 use support::{Backends, FreshPostgres, GatewayProcess, Organizer};
@@ -99,10 +100,10 @@ async fn coordinate() {
     let redis =
         GatewayProcess::start("joins-redis", &Backends::postgres_redis(&postgres), 60).await;
     let memory_event = Organizer::new(&memory.base())
-        .create_open_event("joins", json!({}))
+        .create_open_event("joins", json!({}), 500)
         .await;
     let redis_event = Organizer::new(&redis.base())
-        .create_open_event("joins", json!({}))
+        .create_open_event("joins", json!({}), 500)
         .await;
 
     // The bare route answers exactly what the gateway answered to a join.
@@ -339,14 +340,14 @@ async fn hammer(
     (from, until): (Instant, Instant),
 ) -> Tally {
     let mut tally = Tally::default();
-    let mut buffer = Vec::with_capacity(4096);
+    let mut answers = http1::Answers::default();
     loop {
         let address = addresses.next().unwrap_or(Ipv4Addr::UNSPECIFIED);
         let request = format!(
             "POST {path} HTTP/1.1\r\nhost: {target}\r\nx-forwarded-for: {address}\r\ncontent-length: 0\r\n\r\n"
         );
         let sent = Instant::now();
-        let status = match exchange(&mut stream, request.as_bytes(), &mut buffer).await {
+        let status = match exchange(&mut stream, request.as_bytes(), &mut answers).await {
             Ok(status) => status,
             Err(_) => {
                 tally.errors += 1;
@@ -354,7 +355,7 @@ async fn hammer(
                 match TcpStream::connect(target).await {
                     Ok(s) => {
                         stream = s;
-                        buffer.clear();
+                        answers.clear();
                         continue;
                     }
                     Err(_) => return tally,
@@ -378,50 +379,14 @@ async fn hammer(
     }
 }
 
-/// Writes one request and reads one response (status line, headers, `content-length` body);
-/// returns the status code.
+/// Writes one request and reads its answer; returns the status code.
 async fn exchange(
     stream: &mut TcpStream,
     request: &[u8],
-    buffer: &mut Vec<u8>,
+    answers: &mut http1::Answers,
 ) -> std::io::Result<u16> {
-    let broken = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
     stream.write_all(request).await?;
-    buffer.clear();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(broken("closed mid-response"));
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    };
-    let head = std::str::from_utf8(&buffer[..head_end]).map_err(|_| broken("non-UTF-8 head"))?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| broken("no status"))?;
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())
-                .flatten()
-        })
-        .ok_or_else(|| broken("no content-length"))?;
-    while buffer.len() < head_end + length {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(broken("closed mid-body"));
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    Ok(status)
+    Ok(answers.next(stream).await?.status)
 }
 
 // ---- the bare baseline server -------------------------------------------------------------

@@ -23,11 +23,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use support::http1;
 use support::worker::{self, Worker, say};
-use support::{Backends, FreshPostgres, GatewayProcess, ORGANIZER_KEY};
+use support::{Backends, FreshPostgres, GatewayProcess, Organizer};
 
 const CAPACITY_CONNECTIONS: usize = 64;
 const FLOOD_CONNECTIONS: usize = 512;
@@ -98,33 +99,6 @@ impl Api {
         (status, body)
     }
 
-    async fn create_event(&self, seats: u32, admission: Value) -> String {
-        let event = format!("bench-{}", uuid::Uuid::now_v7().simple());
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/admin/events",
-                Some(ORGANIZER_KEY),
-                Some(json!({"event": event, "name": "Overload bench", "admission": admission})),
-                None,
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-        let generate =
-            json!({"generate": {"section": "A", "rows": 1, "per_row": seats, "price_cents": 2500}});
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/api/admin/events/{event}/seats"),
-                Some(ORGANIZER_KEY),
-                Some(generate),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        event
-    }
-
     /// Join, wait for the offer, claim: an admission token.
     async fn admit(&self, event: &str) -> String {
         let (status, joined) = self
@@ -172,27 +146,22 @@ async fn run(addr: SocketAddr, probes: usize) {
         base: format!("http://{addr}"),
         http: reqwest::Client::new(),
     });
+    let organizer = Organizer::new(&api.base);
     let seats = u32::try_from(2 * probes).unwrap();
-    let event = api
-        .create_event(
-            seats,
+    let event = organizer
+        .create_open_event(
+            "overload",
             json!({"rate_per_min": 600000, "max_active": 100000, "offer_s": 600}),
+            seats,
         )
         .await;
     // The flood joins an event that makes no offers: joins cost what they cost, no sessions.
-    let flood_event = api
-        .create_event(1, json!({"rate_per_min": 1, "max_active": 1}))
+    let flood_event = organizer
+        .create_open_event("flood", json!({"rate_per_min": 1, "max_active": 1}), 1)
         .await;
-    let (status, body) = api
-        .call(
-            reqwest::Method::PATCH,
-            &format!("/api/admin/events/{flood_event}/admission"),
-            Some(ORGANIZER_KEY),
-            Some(json!({"max_active": 0, "rate_per_min": 0})),
-            None,
-        )
+    organizer
+        .tune(&flood_event, json!({"max_active": 0, "rate_per_min": 0}))
         .await;
-    assert_eq!(status, 200, "{body}");
 
     eprintln!("admitting {} buyers…", 2 * probes);
     let mut tokens = Vec::new();
@@ -367,11 +336,11 @@ struct Tally {
 }
 
 /// One HTTP/1.1 keep-alive connection speaking raw bytes (the flood must cost the client less
-/// than the server). Returns the status and whether `Retry-After` was present.
+/// than the server), reconnecting after a failure.
 struct Raw {
     addr: SocketAddr,
     stream: Option<TcpStream>,
-    buf: Vec<u8>,
+    answers: http1::Answers,
 }
 
 impl Raw {
@@ -379,65 +348,27 @@ impl Raw {
         Self {
             addr,
             stream: None,
-            buf: Vec::with_capacity(4096),
+            answers: http1::Answers::default(),
         }
     }
 
-    async fn send(&mut self, request: &[u8]) -> std::io::Result<(u16, bool)> {
+    async fn send(&mut self, request: &[u8]) -> std::io::Result<http1::Answer> {
         if self.stream.is_none() {
             let stream = TcpStream::connect(self.addr).await?;
             stream.set_nodelay(true)?;
             self.stream = Some(stream);
+            self.answers.clear();
         }
-        let result = self.exchange(request).await;
+        let stream = self.stream.as_mut().unwrap();
+        let result = match stream.write_all(request).await {
+            Ok(()) => self.answers.next(stream).await,
+            Err(e) => Err(e),
+        };
         if result.is_err() {
             self.stream = None;
         }
         result
     }
-
-    async fn exchange(&mut self, request: &[u8]) -> std::io::Result<(u16, bool)> {
-        let stream = self.stream.as_mut().unwrap();
-        stream.write_all(request).await?;
-        self.buf.clear();
-        let head_end = loop {
-            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
-                break end + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&self.buf[..head_end]).to_ascii_lowercase();
-        let status: u16 = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        let retry = head.contains("\r\nretry-after:");
-        let mut have = self.buf.len() - head_end;
-        while have < length {
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            have += n;
-        }
-        Ok((status, retry))
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Joins per second this machine serves: closed loop, no shedding (connections = budget).
@@ -451,7 +382,11 @@ async fn join_capacity(addr: SocketAddr, request: &str) -> f64 {
             tokio::spawn(async move {
                 let mut raw = Raw::new(addr);
                 while !stop.load(Ordering::Relaxed) {
-                    if let Ok((201, _)) = raw.send(request.as_bytes()).await {
+                    if raw
+                        .send(request.as_bytes())
+                        .await
+                        .is_ok_and(|a| a.status == 201)
+                    {
                         served.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -527,41 +462,15 @@ async fn flood_connection(
 
 /// Reads pipelined answers off one connection and counts them by status.
 async fn count_answers(mut reader: tokio::net::tcp::OwnedReadHalf, tally: Arc<Tally>) {
-    let mut buf = Vec::with_capacity(64 * 1024);
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        // Consume every complete answer in the buffer.
-        let mut at = 0;
-        while let Some(head) = find(&buf[at..], b"\r\n\r\n") {
-            let head_text = String::from_utf8_lossy(&buf[at..at + head]).to_ascii_lowercase();
-            let length: usize = head_text
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            let end = at + head + 4 + length;
-            if end > buf.len() {
-                break;
-            }
-            let status: u16 = head_text
-                .split(' ')
-                .nth(1)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            let retry = head_text.contains("\r\nretry-after:");
-            match (status, retry) {
-                (201, _) => tally.ok.fetch_add(1, Ordering::Relaxed),
-                (503, true) => tally.shed_with_retry.fetch_add(1, Ordering::Relaxed),
-                (503, false) => tally.shed_without_retry.fetch_add(1, Ordering::Relaxed),
-                _ => tally.other.fetch_add(1, Ordering::Relaxed),
-            };
-            at = end;
-        }
-        buf.drain(..at);
-        match reader.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
+    let mut answers = http1::Answers::default();
+    while let Ok(answer) = answers.next(&mut reader).await {
+        let counter = match (answer.status, answer.retry_after) {
+            (201, _) => &tally.ok,
+            (503, true) => &tally.shed_with_retry,
+            (503, false) => &tally.shed_without_retry,
+            _ => &tally.other,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 

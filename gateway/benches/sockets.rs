@@ -103,7 +103,7 @@ impl Fleet {
         }
         let organizer = Organizer::new(&gateways[0].base());
         let admission = json!({ "rate_per_min": 1, "max_active": 1_000_000, "offer_s": 3600 });
-        let event = organizer.create_open_event("sockets", admission).await;
+        let event = organizer.create_open_event("sockets", admission, 500).await;
         organizer.tune(&event, json!({ "rate_per_min": 0 })).await;
         Fleet::Gateways { gateways, event }
     }

@@ -330,14 +330,6 @@ fn shed_answer(limit: &Limit) -> Response {
     response
 }
 
-/// One group's limit as a layer of its own (no deadline).
-pub async fn shed(State(limit): State<Limit>, request: Request, next: Next) -> Response {
-    match limit.admit() {
-        Some(_permit) => next.run(request).await,
-        None => shed_answer(&limit),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,9 +355,9 @@ mod tests {
                     }
                 }),
             )
-            .layer(axum::middleware::from_fn_with_state(
-                Limit::new("test", 1),
-                shed,
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+                guard,
             ));
         let request = || axum::http::Request::new(Body::empty());
         let first = tokio::spawn(app.clone().oneshot(request()));
@@ -376,6 +368,48 @@ mod tests {
         assert!(second.headers().contains_key("retry-after"));
         gate.notify_one();
         assert_eq!(first.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+
+    /// A refused join is answered `SHED_DELAY` late, a refused read at once.
+    #[tokio::test]
+    async fn a_crowd_refusal_is_held_before_it_is_answered() {
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let g = gate.clone();
+        let blocked = move || {
+            let g = g.clone();
+            async move { g.notified().await }
+        };
+        let app = Router::new()
+            .route(
+                "/api/events/{event}/queue",
+                axum::routing::post(blocked.clone()),
+            )
+            .route("/api/events/{event}", get(blocked))
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+                guard,
+            ));
+        let request = |method: &str, path: &str| {
+            axum::http::Request::builder()
+                .method(method)
+                .uri(path)
+                .body(Body::empty())
+                .unwrap()
+        };
+        for (method, path, held) in [
+            ("POST", "/api/events/e/queue", true),
+            ("GET", "/api/events/e", false),
+        ] {
+            // The first request takes the group's only permit and waits at the gate.
+            let first = tokio::spawn(app.clone().oneshot(request(method, path)));
+            tokio::task::yield_now().await;
+            let t = Instant::now();
+            let second = app.clone().oneshot(request(method, path)).await.unwrap();
+            assert_eq!(second.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+            assert_eq!(t.elapsed() >= SHED_DELAY, held, "{path}: {:?}", t.elapsed());
+            gate.notify_one();
+            first.await.unwrap().unwrap();
+        }
     }
 
     #[test]

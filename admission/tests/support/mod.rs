@@ -129,6 +129,14 @@ impl Harness {
             .expect("join")
     }
 
+    /// A join the queue must refuse (paused, sold out, closed): the error.
+    pub async fn refused_join(&self) -> admission::AdmissionError {
+        self.adm
+            .join(&self.event, client(), None)
+            .await
+            .expect_err("the join must be refused")
+    }
+
     pub async fn join_n(&self, n: usize) -> Vec<Joined> {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {

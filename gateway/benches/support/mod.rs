@@ -5,9 +5,11 @@
 //! # Layout
 //! - `mod.rs`: gateway processes, fresh PostgreSQL databases, Redis cleanup, `/proc` readings
 //! - `worker.rs`: the bench re-executed in a role (client, bare server), spoken to by lines
+//! - `http1.rs`: reading HTTP/1.1 answers off raw load-generator connections
 //! - `stats.rs`: percentiles and the summary table's formatting
 #![allow(dead_code)]
 
+pub mod http1;
 pub mod stats;
 pub mod worker;
 
@@ -180,8 +182,9 @@ impl Organizer {
         body
     }
 
-    /// Creates an event that is open now, with a unique id, and returns the id.
-    pub async fn create_open_event(&self, prefix: &str, admission: Value) -> String {
+    /// Creates an event that is open now, with a unique id and `seats` seats in one row
+    /// (`A-A-1`, `A-A-2`, …), and returns the id.
+    pub async fn create_open_event(&self, prefix: &str, admission: Value, seats: u32) -> String {
         let event = format!("{prefix}-{}", uuid::Uuid::now_v7().simple());
         let opens_at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
@@ -191,7 +194,7 @@ impl Organizer {
         });
         self.call(reqwest::Method::POST, "/api/admin/events", &body)
             .await;
-        let seats = json!({ "generate": { "section": "A", "rows": 10, "per_row": 50, "price_cents": 2500 } });
+        let seats = json!({ "generate": { "section": "A", "rows": 1, "per_row": seats, "price_cents": 2500 } });
         self.call(
             reqwest::Method::POST,
             &format!("/api/admin/events/{event}/seats"),
