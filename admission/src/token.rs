@@ -6,8 +6,11 @@ use std::collections::HashMap;
 use std::fmt;
 
 use base64::Engine;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use crate::clock::UnixMs;
 use crate::error::{AdmissionError, InvalidToken};
@@ -82,7 +85,6 @@ struct Envelope {
 
 #[derive(Clone)]
 struct Key {
-    enc: EncodingKey,
     dec: DecodingKey,
 }
 
@@ -91,6 +93,43 @@ struct Key {
 pub struct KeyRing {
     signing: String,
     keys: HashMap<String, Key>,
+    signer: Signer,
+}
+
+/// The signing key made ready once: its encoded header and its keyed HMAC state. Every join
+/// signs a token, and `jsonwebtoken::encode` re-serialized the same header and re-keyed the
+/// HMAC each time. The tokens are byte for byte what it writes (see the tests).
+#[derive(Clone)]
+struct Signer {
+    /// `base64url(header JSON)` as `jsonwebtoken` serializes `Header { alg: HS256, kid }`.
+    header: String,
+    mac: Hmac<Sha256>,
+}
+
+impl Signer {
+    fn new(kid: &str, secret: &[u8]) -> Result<Self, KeyRingError> {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(kid.to_owned());
+        let json = serde_json::to_vec(&header).map_err(jsonwebtoken::errors::Error::from)?;
+        Ok(Signer {
+            header: URL_SAFE_NO_PAD.encode(json),
+            mac: Hmac::new_from_slice(secret).map_err(|_| KeyRingError::Entry)?,
+        })
+    }
+
+    /// `header.claims.signature`, each part base64url without padding, as in RFC 7515.
+    fn sign<T: Serialize>(&self, claims: &T) -> Result<String, AdmissionError> {
+        let json = serde_json::to_vec(claims).map_err(jsonwebtoken::errors::Error::from)?;
+        let mut token = String::with_capacity(self.header.len() + json.len() * 4 / 3 + 48);
+        token.push_str(&self.header);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(&json, &mut token);
+        let mut mac = self.mac.clone();
+        mac.update(token.as_bytes());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(mac.finalize().into_bytes(), &mut token);
+        Ok(token)
+    }
 }
 
 impl fmt::Debug for KeyRing {
@@ -119,27 +158,28 @@ impl KeyRing {
     pub fn new<'a>(
         keys: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     ) -> Result<Self, KeyRingError> {
-        let mut ring = KeyRing {
-            signing: String::new(),
-            keys: HashMap::new(),
-        };
+        let mut signing: Option<(&str, &[u8])> = None;
+        let mut ring = HashMap::new();
         for (kid, secret) in keys {
             if kid.is_empty() || secret.is_empty() {
                 return Err(KeyRingError::Entry);
             }
-            if ring.signing.is_empty() {
-                ring.signing = kid.to_owned();
+            // The first kid signs; given again, its last secret is the one kept (and verified
+            // with, below).
+            if signing.is_none_or(|(first, _)| first == kid) {
+                signing = Some((kid, secret));
             }
             let key = Key {
-                enc: EncodingKey::from_secret(secret)?,
                 dec: DecodingKey::from_secret(secret)?,
             };
-            ring.keys.insert(kid.to_owned(), key);
+            ring.insert(kid.to_owned(), key);
         }
-        if ring.keys.is_empty() {
-            return Err(KeyRingError::Empty);
-        }
-        Ok(ring)
+        let (kid, secret) = signing.ok_or(KeyRingError::Empty)?;
+        Ok(KeyRing {
+            signing: kid.to_owned(),
+            keys: ring,
+            signer: Signer::new(kid, secret)?,
+        })
     }
 
     /// Parses `FLOODGATE_TOKEN_SECRETS`: `kid:secret,kid:secret` (first signs).
@@ -153,14 +193,7 @@ impl KeyRing {
     }
 
     fn sign<T: Serialize>(&self, claims: &T) -> Result<String, AdmissionError> {
-        let mut header = Header::new(Algorithm::HS256);
-        header.kid = Some(self.signing.clone());
-        let key = &self
-            .keys
-            .get(&self.signing)
-            .expect("the signing kid is always in the ring")
-            .enc;
-        Ok(jsonwebtoken::encode(&header, claims, key)?)
+        self.signer.sign(claims)
     }
 
     pub(crate) fn sign_queue(&self, claims: &QueueClaims) -> Result<String, AdmissionError> {
@@ -278,4 +311,29 @@ fn check(claims: &Envelope, event: &str, now_ms: UnixMs) -> Result<(), Admission
         return Err(AdmissionError::TokenExpired);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prepared signer writes exactly the token `jsonwebtoken::encode` writes.
+    #[test]
+    fn signs_as_jsonwebtoken_does() {
+        let ring = KeyRing::new([("k2", &b"second secret"[..]), ("k1", &b"first"[..])])
+            .expect("a valid ring");
+        let mut claims = QueueClaims::issue("ev-1", "0123abcd", 42, false, "epoch");
+        claims.iat = 1_700_000_000;
+        claims.exp = 1_700_003_600;
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("k2".to_owned());
+        let key = jsonwebtoken::EncodingKey::from_secret(b"second secret").expect("a key");
+        let expected = jsonwebtoken::encode(&header, &claims, &key).expect("signed");
+        let token = ring.sign_queue(&claims).expect("signed");
+        assert_eq!(token, expected);
+        let back = ring
+            .verify_queue(&token, "ev-1", 1_700_000_000_000)
+            .expect("verifies");
+        assert_eq!(back, claims);
+    }
 }

@@ -12,16 +12,14 @@ pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &[IpNet]) -> Ip
     if !is_trusted(peer_ip, trusted) {
         return peer_ip;
     }
-    let forwarded = headers
+    // Read from the right, as proxies append: no list of addresses is built on every join.
+    headers
         .get_all("x-forwarded-for")
         .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|part| part.trim().parse::<IpAddr>().ok())
-        .collect::<Vec<_>>();
-    forwarded
-        .into_iter()
         .rev()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.rsplit(','))
+        .filter_map(|part| part.trim().parse::<IpAddr>().ok())
         .find(|ip| !is_trusted(*ip, trusted))
         .unwrap_or(peer_ip)
 }
@@ -52,6 +50,19 @@ mod tests {
         let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
         let peer: SocketAddr = "10.0.0.2:5000".parse().unwrap();
         let ip = client_ip(peer, &headers("6.6.6.6, 198.51.100.7, 10.0.0.5"), &trusted);
+        assert_eq!(ip, "198.51.100.7".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn several_header_lines_read_as_one_list() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let peer: SocketAddr = "10.0.0.2:5000".parse().unwrap();
+        let mut h = headers("6.6.6.6, 198.51.100.7");
+        h.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("10.0.0.9, bogus"),
+        );
+        let ip = client_ip(peer, &h, &trusted);
         assert_eq!(ip, "198.51.100.7".parse::<IpAddr>().unwrap());
     }
 

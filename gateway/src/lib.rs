@@ -14,6 +14,7 @@
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
 //! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
+//! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second.
 
 pub mod admission_db;
 pub mod auth;
@@ -38,6 +39,7 @@ pub mod routes;
 pub mod seat_cache;
 pub mod secrets;
 pub mod shutdown;
+pub mod socket_feed;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
@@ -97,9 +99,12 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::admin::router())
         .merge(routes::ops::router())
         .merge(routes::webhook::router())
-        // Inside the span, so shed and timed-out requests are logged and counted per route.
-        .route_layer(axum::middleware::from_fn_with_state(guard, overload::guard))
-        .route_layer(axum::middleware::from_fn(request_span::trace))
+        // The request span, metrics and load shedding in one layer (shedding inside the span,
+        // so shed and timed-out requests are logged and counted per route).
+        .route_layer(axum::middleware::from_fn_with_state(
+            guard,
+            request_span::trace,
+        ))
         .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
         .fallback(|| async { problem::Problem::not_found("no such route") })
         .with_state(state)

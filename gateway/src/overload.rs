@@ -8,12 +8,17 @@
 //! before it could be served, and the gateway would spend itself answering 503s.
 //!
 //! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503
-//! `overloaded` rather than hanging. The handler itself is not cancelled mid-write (it runs in
-//! its own task and keeps its permit until it ends), so a checkout that was slow to answer
-//! still records its idempotent answer and a retry replays it.
+//! `overloaded` rather than hanging. The handler itself is not cancelled mid-write (answered
+//! early, or left by its client, it goes on in a task of its own and keeps its permit until it
+//! ends), so a checkout that was slow to answer still records its idempotent answer and a retry
+//! replays it.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
@@ -260,13 +265,23 @@ impl Guard {
     }
 }
 
-/// The router's layer: classify by matched route, take a permit or shed, then run the handler
+/// As a router layer of its own (the router itself sheds in `request_span::trace`, inside the
+/// request span): classify by matched route, take a permit or shed, then run the handler
 /// under the group's deadline.
 pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    let group = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(Group::Reads, |p| Group::of(p.as_str()));
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    guard_request(&guard, route, request, next).await
+}
+
+/// Takes a permit of `route`'s group or sheds, then runs the handler under the group's deadline.
+pub(crate) async fn guard_request(
+    guard: &Guard,
+    route: &str,
+    request: Request,
+    next: Next,
+) -> Response {
+    let group = Group::of(route);
     let Some(limit) = guard.limit(group) else {
         return next.run(request).await;
     };
@@ -284,20 +299,24 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         drop(permit);
         return response;
     };
-    // The handler runs to its end in its own task (holding the permit), whatever the client
-    // is told at the deadline: a half-done write is never abandoned.
-    let mut work = tokio::spawn(
-        async move {
-            let response = next.run(request).await;
-            drop(permit);
-            response
-        }
-        .in_current_span(),
-    );
+    // The handler runs to its end (holding the permit), whatever the client is told at the
+    // deadline: a half-done write is never abandoned. It runs here rather than in a task of
+    // its own (a spawn, a timer and a cross-thread wake-up per request were a measured share
+    // of a join's cost); only when answered early does what is left move to a task.
+    let mut work = Detached::new(async move {
+        let response = next.run(request).await;
+        drop(permit);
+        response
+    });
     match tokio::time::timeout(deadline, &mut work).await {
         Ok(Ok(response)) => response,
-        Ok(Err(error)) => {
-            tracing::error!(%error, "request handler panicked");
+        Ok(Err(panic)) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a non-text panic");
+            tracing::error!(error = message, "request handler panicked");
             Problem::internal().into_response()
         }
         Err(_) => {
@@ -308,6 +327,61 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                 "request past its deadline; answered 503"
             );
             Problem::overloaded("the request took too long; retry shortly").into_response()
+        }
+    }
+}
+
+type Handler = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// A handler run in place that is never cancelled: dropped before it finished (the deadline
+/// passed, or the client went away and the connection dropped the request), it goes on in a
+/// task of its own. A panic comes out as `Err`, as a task's would.
+struct Detached {
+    handler: Option<Handler>,
+}
+
+impl Detached {
+    fn new(handler: impl Future<Output = Response> + Send + 'static) -> Self {
+        Self {
+            handler: Some(Box::pin(handler)),
+        }
+    }
+}
+
+impl Future for Detached {
+    type Output = std::thread::Result<Response>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(handler) = self.handler.as_mut() else {
+            return Poll::Pending; // finished already: never polled again by `timeout`
+        };
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(response)) => {
+                self.handler = None;
+                Poll::Ready(Ok(response))
+            }
+            Err(panic) => {
+                self.handler = None;
+                Poll::Ready(Err(panic))
+            }
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let Some(handler) = self.handler.take() else {
+            return;
+        };
+        // Dropped inside the request span (`Instrumented` enters it to drop what it wraps):
+        // the rest of the handler keeps logging under the request's id.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(handler.in_current_span());
+            }
+            Err(_) => tracing::warn!("a handler dropped outside the runtime was cancelled"),
         }
     }
 }
@@ -502,6 +576,59 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(limit.in_flight(), 0);
+    }
+
+    /// A request whose client goes away mid-handler (hyper drops its future) is not cancelled:
+    /// the handler goes on in a task of its own to its end.
+    #[tokio::test]
+    async fn a_request_left_by_its_client_still_finishes() {
+        let started = Arc::new(tokio::sync::Notify::new());
+        let finished = Arc::new(tokio::sync::Notify::new());
+        let (s, f) = (started.clone(), finished.clone());
+        let app = Router::new()
+            .route(
+                "/api/session",
+                get(move || {
+                    let (s, f) = (s.clone(), f.clone());
+                    async move {
+                        s.notify_one();
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        f.notify_one();
+                    }
+                }),
+            )
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+                guard,
+            ));
+        let request = axum::http::Request::get("/api/session")
+            .body(Body::empty())
+            .unwrap();
+        let client = tokio::spawn(app.oneshot(request));
+        started.notified().await;
+        client.abort();
+        tokio::time::timeout(Duration::from_secs(5), finished.notified())
+            .await
+            .expect("the handler ran to its end");
+    }
+
+    fn boom() -> &'static str {
+        panic!("a handler bug")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_500() {
+        let app = Router::new()
+            .route("/api/session", get(|| async { boom() }))
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+                guard,
+            ));
+        let request = axum::http::Request::get("/api/session")
+            .body(Body::empty())
+            .unwrap();
+        let answer = app.oneshot(request).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[test]

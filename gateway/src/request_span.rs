@@ -1,36 +1,52 @@
 //! One span per request with its id, method and matched route, and request metrics. Query
 //! strings are never logged: the WebSocket route carries the queue token there.
+//!
+//! This is also the layer that sheds load (`overload::guard_request`): one layer instead of
+//! two saves a boxed future and a service clone on every request, and the shedding still runs
+//! inside the span, so shed and timed-out requests are logged and counted per route.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use metrics::{Counter, Histogram};
 use tracing::Instrument;
+
+use crate::overload::Guard;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-pub async fn trace(mut request: Request, next: Next) -> Response {
+pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    // A valid id the client sent is kept as the very header value it came in (no copy);
+    // otherwise a fresh one (uuid's `fast-rng`: a thread-local generator, no syscall per request).
     let id = request
         .headers()
         .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| v.len() <= 64 && crate::extract::is_valid_id(v))
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned());
-    let route = route.unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().clone();
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        request.headers_mut().insert(REQUEST_ID, value);
-    }
-    let span = tracing::info_span!("request", request_id = %id, %method, route = %route);
+        .filter(|v| v.to_str().is_ok_and(crate::extract::is_valid_id))
+        .cloned()
+        .unwrap_or_else(|| {
+            let mut buffer = uuid::Uuid::encode_buffer();
+            let hex = uuid::Uuid::new_v4().simple().encode_lower(&mut buffer);
+            HeaderValue::from_str(hex).expect("hex digits are a valid header value")
+        });
+    // Held as axum's `MatchedPath` (a shared string): no copy of the route per request.
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
+    request.headers_mut().insert(REQUEST_ID, id.clone());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id.to_str().unwrap_or_default(),
+        method = %request.method(),
+        route = %route
+    );
     let started = Instant::now();
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let mut response = crate::overload::guard_request(&guard, route, request, next)
+        .instrument(span.clone())
+        .await;
     let elapsed = started.elapsed();
     let status = response.status();
     let shed = response
@@ -53,16 +69,86 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
         }
     });
     let class = match status.as_u16() {
-        100..=399 => "ok",
-        400..=499 => "4xx",
-        _ => "5xx",
+        100..=399 => Class::Ok,
+        400..=499 => Class::ClientError,
+        _ => Class::ServerError,
     };
-    metrics::counter!("floodgate_http_requests_total", "route" => route.clone(), "class" => class)
-        .increment(1);
-    metrics::histogram!("floodgate_http_request_duration_seconds", "route" => route)
-        .record(elapsed.as_secs_f64());
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(REQUEST_ID, value);
-    }
+    RouteMetrics::record(route, class, elapsed.as_secs_f64());
+    response.headers_mut().insert(REQUEST_ID, id);
     response
+}
+
+#[derive(Clone, Copy)]
+enum Class {
+    Ok,
+    ClientError,
+    ServerError,
+}
+
+impl Class {
+    fn label(self) -> &'static str {
+        match self {
+            Class::Ok => "ok",
+            Class::ClientError => "4xx",
+            Class::ServerError => "5xx",
+        }
+    }
+}
+
+/// One route's request metrics, registered once: building a labelled key (label strings,
+/// hashing, the recorder's registry lookup) for every request cost more than the increment.
+/// The series are the same ones `counter!`/`histogram!` made per request: a class's counter
+/// is registered on its first request, so no series appears before it did.
+struct RouteMetrics {
+    /// By `Class`: ok, 4xx, 5xx.
+    requests: [OnceLock<Counter>; 3],
+    duration: Histogram,
+}
+
+/// Routes are axum's templates (plus "unmatched"), so this map stays as small as the router.
+static ROUTES: LazyLock<RwLock<HashMap<Box<str>, Arc<RouteMetrics>>>> = LazyLock::new(|| {
+    // Handles taken before a recorder is installed would stay no-ops for good.
+    crate::metrics::handle();
+    RwLock::default()
+});
+
+impl RouteMetrics {
+    fn record(route: &str, class: Class, seconds: f64) {
+        let route_metrics = Self::of(route);
+        route_metrics.requests[class as usize]
+            .get_or_init(|| {
+                metrics::counter!(
+                    "floodgate_http_requests_total",
+                    "route" => route.to_owned(),
+                    "class" => class.label()
+                )
+            })
+            .increment(1);
+        route_metrics.duration.record(seconds);
+    }
+
+    fn of(route: &str) -> Arc<RouteMetrics> {
+        let known = ROUTES
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(route)
+            .cloned();
+        if let Some(metrics) = known {
+            return metrics;
+        }
+        ROUTES
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(route.into())
+            .or_insert_with(|| {
+                Arc::new(RouteMetrics {
+                    requests: Default::default(),
+                    duration: metrics::histogram!(
+                        "floodgate_http_request_duration_seconds",
+                        "route" => route.to_owned()
+                    ),
+                })
+            })
+            .clone()
+    }
 }

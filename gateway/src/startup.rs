@@ -65,6 +65,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         shutdown,
         guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
         fanouts: crate::fanout::FanOuts::default(),
+        socket_feeds: crate::socket_feed::SocketFeeds::default(),
     })
 }
 

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::fanout::FanOuts;
 use crate::overload::Guard;
 use crate::seat_cache::SeatCache;
+use crate::socket_feed::SocketFeeds;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -31,6 +32,8 @@ pub struct AppState {
     pub guard: Arc<Guard>,
     /// Per-event fan-out timing of the waiting-room sockets (for `/metrics`).
     pub fanouts: FanOuts,
+    /// Per-event snapshots for the waiting-room sockets, paced (`socket_feed.rs`).
+    pub socket_feeds: SocketFeeds,
 }
 
 /// Settings resolved at start (secrets from the configuration or the database).

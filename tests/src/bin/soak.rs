@@ -5,6 +5,12 @@
 use clap::Parser;
 use floodgate_tests::soak::{self, Config, workers};
 
+// The load generator allocates per request and per frame for hundreds of thousands of buyers;
+// glibc's allocator took half of its CPU in a profile (free-list consolidation), which the
+// servers it measures on the same two cores then lacked.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
