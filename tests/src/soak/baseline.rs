@@ -57,6 +57,8 @@ async fn hammer(
                         forwarded_for,
                         json: None,
                         receipt: None,
+                        if_none_match: None,
+                        raw: false,
                     })
                     .await;
                 if let Ok(a) = answer

@@ -18,8 +18,12 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 #[derive(Debug)]
 pub struct Answer {
     pub status: StatusCode,
+    /// The JSON body; `Null` when empty, not JSON, or asked for `raw`.
     pub body: Value,
     pub retry_after_s: Option<u64>,
+    pub etag: Option<String>,
+    /// The body's bytes, kept only for a `raw` call (the caller parses what it needs).
+    pub raw: Option<bytes::Bytes>,
 }
 
 impl Answer {
@@ -44,6 +48,11 @@ pub struct Call<'a> {
     pub json: Option<&'a Value>,
     /// A hold's receipt key (`Floodgate-Receipt`), which outlives the admission token.
     pub receipt: Option<&'a str>,
+    /// A conditional read (`If-None-Match`), answered 304 while the resource is unchanged.
+    pub if_none_match: Option<&'a str>,
+    /// Keep the body as bytes instead of a `Value`: a 5,000-seat map parsed into a JSON tree
+    /// per buyer was most of the soak's JSON work in a profile.
+    pub raw: bool,
 }
 
 pub struct Net {
@@ -155,6 +164,9 @@ impl Net {
         if let Some(receipt) = call.receipt {
             request = request.header("floodgate-receipt", receipt);
         }
+        if let Some(etag) = call.if_none_match {
+            request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+        }
         if let Some(body) = call.json {
             request = request.json(body);
         }
@@ -165,16 +177,25 @@ impl Net {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
+        let etag = response
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let bytes = response.bytes().await.map_err(transport)?;
-        let body = if bytes.is_empty() {
-            Value::Null
+        let (body, raw) = if call.raw {
+            (Value::Null, Some(bytes))
+        } else if bytes.is_empty() {
+            (Value::Null, None)
         } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+            (serde_json::from_slice(&bytes).unwrap_or(Value::Null), None)
         };
         Ok(Answer {
             status,
             body,
             retry_after_s,
+            etag,
+            raw,
         })
     }
 

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::client::{Answer, Call, Net};
 use super::config::Config;
 use super::plan::{Plan, SeatPicker};
+use super::seat_map::SeatMap;
 use super::stats::Stats;
 
 /// What one buyer met after its admission (for "admitted buyers who hit a 503 or lose their
@@ -43,6 +44,8 @@ pub struct Ctx {
     pub seed: OnceCell<String>,
     /// Set once nothing is available, held or paying: no seat can come back.
     pub sold_out: AtomicBool,
+    /// The last seat map read, for conditional reads.
+    pub seat_map: SeatMap,
 }
 
 pub fn unix_ms() -> u64 {
@@ -79,6 +82,7 @@ impl Ctx {
             pay_patience: Duration::from_secs(u64::from(config.abandon_s + config.resolve_s) + 30),
             seed: OnceCell::new(),
             sold_out: AtomicBool::new(false),
+            seat_map: SeatMap::default(),
         }
     }
 
@@ -121,20 +125,24 @@ impl Ctx {
         json: Option<&serde_json::Value>,
         receipt: Option<&str>,
     ) -> Option<Answer> {
-        let answer = self
-            .net
-            .send(Call {
-                method,
-                gateway: plan.gateway,
-                path,
-                bearer,
-                idempotency_key,
-                forwarded_for: plan.forwarded_for,
-                json,
-                receipt,
-            })
-            .await;
-        match answer {
+        self.send(Call {
+            method,
+            gateway: plan.gateway,
+            path,
+            bearer,
+            idempotency_key,
+            forwarded_for: plan.forwarded_for,
+            json,
+            receipt,
+            if_none_match: None,
+            raw: false,
+        })
+        .await
+    }
+
+    /// Sends a prepared call, counting error answers by code and a 503 met after admission.
+    pub async fn send(&self, call: Call<'_>) -> Option<Answer> {
+        match self.net.send(call).await {
             Ok(a) => {
                 if a.status.as_u16() == 503 {
                     let _ = AFTER_ADMISSION.try_with(|c| {
@@ -143,7 +151,7 @@ impl Ctx {
                         c.set(f);
                     });
                 }
-                if !a.status.is_success() {
+                if !a.status.is_success() && a.status.as_u16() != 304 {
                     self.stats.error(&a.code());
                 }
                 Some(a)

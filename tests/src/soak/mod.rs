@@ -7,6 +7,7 @@
 //! - `client`: HTTP with connection reuse over several source addresses; WebSockets
 //! - `context`: what a worker's buyers share
 //! - `buyer`, `waiting`, `purchase`: one buyer's journey (join → wait → claim → hold → pay)
+//! - `seat_map`: the seat map read conditionally, as a browser's cache does
 //! - `order`: a buyer's queue place from its token (for "offers in queue order")
 //! - `organizer`: event creation, admission settings and stats through the organizer API
 //! - `stats`, `progress`: what the run records and shows while running
@@ -27,6 +28,7 @@ pub mod plan;
 pub mod progress;
 pub mod purchase;
 pub mod report;
+pub mod seat_map;
 pub mod settle;
 pub mod shard;
 pub mod stats;

@@ -1,6 +1,7 @@
 //! From a session to a sale: hold a seat (Zipf pick, then the seat map after a loss), leave or
 //! pay, follow the hold until it is confirmed, retry a decline with a good card.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -53,23 +54,23 @@ async fn hold(ctx: &Ctx, plan: &Plan, token: &str, rng: &mut StdRng) -> Option<H
     let path = format!("/api/events/{}/holds", ctx.event);
     let give_up = Instant::now() + ctx.max_hold;
     let mut tries = 0u32;
-    let mut from_map: Vec<String> = Vec::new();
+    let mut from_map: Arc<Vec<String>> = Arc::default();
     while Instant::now() < give_up && !ctx.is_sold_out() {
         tries += 1;
         // The first tries go for the hot seats; after that the buyer looks at the map.
         let seat = if tries <= 2 || ctx.picker.choice == SeatChoice::Ga {
             ctx.picker.pick(rng).map(str::to_owned)
         } else {
-            if from_map.is_empty() {
-                from_map = available_seats(ctx, plan).await;
+            // Looked at again every few tries: the map is at most a second old when read.
+            if from_map.is_empty() || tries % 4 == 3 {
+                from_map = super::seat_map::available(ctx, plan).await;
             }
             if from_map.is_empty() {
                 // Everything is taken for now; held seats may come back when holds lapse.
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 continue;
             }
-            let i = rng.random_range(0..from_map.len());
-            Some(from_map.swap_remove(i))
+            from_map.get(rng.random_range(0..from_map.len())).cloned()
         };
         let body = body_for(ctx, seat.as_deref());
         let key = uuid::Uuid::new_v4().to_string();
@@ -117,24 +118,6 @@ async fn hold(ctx: &Ctx, plan: &Plan, token: &str, rng: &mut StdRng) -> Option<H
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..400))).await;
     }
     None
-}
-
-async fn available_seats(ctx: &Ctx, plan: &Plan) -> Vec<String> {
-    let path = format!("/api/events/{}/seats", ctx.event);
-    let Some(a) = ctx.call(plan, Method::GET, &path, None, None, None).await else {
-        return Vec::new();
-    };
-    a.body
-        .get("seats")
-        .and_then(Value::as_array)
-        .map(|seats| {
-            seats
-                .iter()
-                .filter(|s| s.get("state").and_then(Value::as_str) == Some("available"))
-                .filter_map(|s| s.get("seat_id").and_then(Value::as_str).map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The second tab tries to hold too: one live hold per session, so it must be refused.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
@@ -135,31 +136,31 @@ impl Waiter<'_> {
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Heard::Dropped,
                 Some(Ok(_)) => continue,
             };
-            let Ok(m) = serde_json::from_str::<Value>(text.as_str()) else {
+            let Ok(m) = serde_json::from_str::<Frame>(text.as_str()) else {
                 self.ctx.stats.error("ws_non_json");
                 continue;
             };
-            match m.get("type").and_then(Value::as_str) {
-                Some("position") => {
+            match m.kind {
+                "position" => {
                     if self.eta.is_none()
-                        && let Some(s) = m.get("estimated_wait_s").and_then(Value::as_u64)
+                        && let Some(s) = m.estimated_wait_s
                     {
                         self.eta = Some(eta_from_point(s));
                     }
                 }
-                Some("offered") => return Heard::Turn(Turn::Offered(None)),
-                Some("status") => match m.get("status").and_then(Value::as_str) {
+                "offered" => return Heard::Turn(Turn::Offered(None)),
+                "status" => match m.status {
                     Some("sold_out") => return Heard::Turn(Turn::SoldOut),
                     Some("closed") => return Heard::Turn(Turn::Closed),
                     Some("offer_lapsed") => return Heard::Turn(Turn::Lapsed),
                     _ => {}
                 },
-                Some("reconnect") => {
-                    let after = m.get("after_ms").and_then(Value::as_u64).unwrap_or(1000);
+                "reconnect" => {
+                    let after = m.after_ms.unwrap_or(1000);
                     return Heard::Reconnect(Duration::from_millis(after));
                 }
-                Some("error") => {
-                    let code = m.get("code").and_then(Value::as_str).unwrap_or("ws_error");
+                "error" => {
+                    let code = m.code.unwrap_or("ws_error");
                     self.ctx.stats.error(&format!("ws_{code}"));
                     return Heard::Refused;
                 }
@@ -209,6 +210,17 @@ impl Waiter<'_> {
             tokio::time::sleep(Duration::from_secs(wait_s.clamp(1, 120))).await;
         }
     }
+}
+
+/// A server frame, read without building a JSON tree: thousands of sockets hear one a tick.
+#[derive(Deserialize)]
+struct Frame<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    status: Option<&'a str>,
+    estimated_wait_s: Option<u64>,
+    after_ms: Option<u64>,
+    code: Option<&'a str>,
 }
 
 enum Heard {
