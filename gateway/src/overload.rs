@@ -413,26 +413,29 @@ mod tests {
     use axum::routing::get;
     use tower::ServiceExt;
 
+    /// `app` behind the guard, with the test budgets and a 10 s deadline.
+    fn guarded(app: Router) -> Router {
+        app.route_layer(axum::middleware::from_fn_with_state(
+            Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+            guard,
+        ))
+    }
+
     #[tokio::test]
     async fn sheds_beyond_the_limit_and_recovers() {
         let started = Arc::new(tokio::sync::Notify::new());
         let gate = Arc::new(tokio::sync::Notify::new());
         let (s, g) = (started.clone(), gate.clone());
-        let app = Router::new()
-            .route(
-                "/",
-                get(move || {
-                    let (s, g) = (s.clone(), g.clone());
-                    async move {
-                        s.notify_one();
-                        g.notified().await;
-                    }
-                }),
-            )
-            .route_layer(axum::middleware::from_fn_with_state(
-                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
-                guard,
-            ));
+        let app = guarded(Router::new().route(
+            "/",
+            get(move || {
+                let (s, g) = (s.clone(), g.clone());
+                async move {
+                    s.notify_one();
+                    g.notified().await;
+                }
+            }),
+        ));
         let request = || axum::http::Request::new(Body::empty());
         let first = tokio::spawn(app.clone().oneshot(request()));
         // The first request now holds the only permit until the gate opens.
@@ -453,16 +456,14 @@ mod tests {
             let g = g.clone();
             async move { g.notified().await }
         };
-        let app = Router::new()
-            .route(
-                "/api/events/{event}/queue",
-                axum::routing::post(blocked.clone()),
-            )
-            .route("/api/events/{event}", get(blocked))
-            .route_layer(axum::middleware::from_fn_with_state(
-                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
-                guard,
-            ));
+        let app = guarded(
+            Router::new()
+                .route(
+                    "/api/events/{event}/queue",
+                    axum::routing::post(blocked.clone()),
+                )
+                .route("/api/events/{event}", get(blocked)),
+        );
         let request = |method: &str, path: &str| {
             axum::http::Request::builder()
                 .method(method)
@@ -585,22 +586,17 @@ mod tests {
         let started = Arc::new(tokio::sync::Notify::new());
         let finished = Arc::new(tokio::sync::Notify::new());
         let (s, f) = (started.clone(), finished.clone());
-        let app = Router::new()
-            .route(
-                "/api/session",
-                get(move || {
-                    let (s, f) = (s.clone(), f.clone());
-                    async move {
-                        s.notify_one();
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        f.notify_one();
-                    }
-                }),
-            )
-            .route_layer(axum::middleware::from_fn_with_state(
-                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
-                guard,
-            ));
+        let app = guarded(Router::new().route(
+            "/api/session",
+            get(move || {
+                let (s, f) = (s.clone(), f.clone());
+                async move {
+                    s.notify_one();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    f.notify_one();
+                }
+            }),
+        ));
         let request = axum::http::Request::get("/api/session")
             .body(Body::empty())
             .unwrap();
@@ -618,12 +614,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_handler_is_answered_500() {
-        let app = Router::new()
-            .route("/api/session", get(|| async { boom() }))
-            .route_layer(axum::middleware::from_fn_with_state(
-                Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
-                guard,
-            ));
+        let app = guarded(Router::new().route("/api/session", get(|| async { boom() })));
         let request = axum::http::Request::get("/api/session")
             .body(Body::empty())
             .unwrap();
