@@ -91,7 +91,6 @@ struct Key {
 /// HS256 keys by `kid`; the first one given signs, all verify.
 #[derive(Clone)]
 pub struct KeyRing {
-    signing: String,
     keys: HashMap<String, Key>,
     signer: Signer,
 }
@@ -101,6 +100,8 @@ pub struct KeyRing {
 /// HMAC each time. The tokens are byte for byte what it writes (see the tests).
 #[derive(Clone)]
 struct Signer {
+    /// The signing key's id (the first of the ring).
+    kid: String,
     /// `base64url(header JSON)` as `jsonwebtoken` serializes `Header { alg: HS256, kid }`.
     header: String,
     mac: Hmac<Sha256>,
@@ -112,6 +113,7 @@ impl Signer {
         header.kid = Some(kid.to_owned());
         let json = serde_json::to_vec(&header).map_err(jsonwebtoken::errors::Error::from)?;
         Ok(Signer {
+            kid: kid.to_owned(),
             header: URL_SAFE_NO_PAD.encode(json),
             mac: Hmac::new_from_slice(secret).map_err(|_| KeyRingError::Entry)?,
         })
@@ -137,7 +139,7 @@ impl fmt::Debug for KeyRing {
         let mut kids: Vec<&String> = self.keys.keys().collect();
         kids.sort();
         f.debug_struct("KeyRing")
-            .field("signing", &self.signing)
+            .field("signing", &self.signer.kid)
             .field("kids", &kids)
             .finish_non_exhaustive()
     }
@@ -176,7 +178,6 @@ impl KeyRing {
         }
         let (kid, secret) = signing.ok_or(KeyRingError::Empty)?;
         Ok(KeyRing {
-            signing: kid.to_owned(),
             keys: ring,
             signer: Signer::new(kid, secret)?,
         })

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
@@ -265,22 +265,8 @@ impl Guard {
     }
 }
 
-/// As a router layer of its own (the router itself sheds in `request_span::trace`, inside the
-/// request span): classify by matched route, take a permit or shed, then run the handler
-/// under the group's deadline.
-pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    guard_request(&guard, route, request, next).await
-}
-
 /// Takes a permit of `route`'s group or sheds, then runs the handler under the group's deadline.
-pub(crate) async fn guard_request(
-    guard: &Guard,
-    route: &str,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn guard(guard: &Guard, route: &str, request: Request, next: Next) -> Response {
     let group = Group::of(route);
     let Some(limit) = guard.limit(group) else {
         return next.run(request).await;
@@ -413,12 +399,17 @@ mod tests {
     use axum::routing::get;
     use tower::ServiceExt;
 
-    /// `app` behind the guard, with the test budgets and a 10 s deadline.
-    fn guarded(app: Router) -> Router {
+    /// `app` behind the router's own request layer (which sheds), with the test budgets.
+    fn guarded_by(app: Router, guard: Arc<Guard>) -> Router {
         app.route_layer(axum::middleware::from_fn_with_state(
-            Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
             guard,
+            crate::request_span::trace,
         ))
+    }
+
+    /// `guarded_by` with a 10 s deadline.
+    fn guarded(app: Router) -> Router {
+        guarded_by(app, Arc::new(Guard::new(&budgets(Duration::from_secs(10)))))
     }
 
     #[tokio::test]
@@ -537,8 +528,8 @@ mod tests {
         let finished = Arc::new(tokio::sync::Notify::new());
         let done = finished.clone();
         let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))));
-        let app = Router::new()
-            .route(
+        let app = guarded_by(
+            Router::new().route(
                 "/api/session",
                 get(move || {
                     let done = done.clone();
@@ -547,11 +538,9 @@ mod tests {
                         done.notify_one();
                     }
                 }),
-            )
-            .route_layer(axum::middleware::from_fn_with_state(
-                guard.clone(),
-                super::guard,
-            ));
+            ),
+            guard.clone(),
+        );
         let request = axum::http::Request::get("/api/session")
             .body(Body::empty())
             .unwrap();

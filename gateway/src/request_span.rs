@@ -1,7 +1,7 @@
 //! One span per request with its id, method and matched route, and request metrics. Query
 //! strings are never logged: the WebSocket route carries the queue token there.
 //!
-//! This is also the layer that sheds load (`overload::guard_request`): one layer instead of
+//! This is also the layer that sheds load (`overload::guard`): one layer instead of
 //! two saves a boxed future and a service clone on every request, and the shedding still runs
 //! inside the span, so shed and timed-out requests are logged and counted per route.
 
@@ -44,7 +44,7 @@ pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: 
         route = %route
     );
     let started = Instant::now();
-    let mut response = crate::overload::guard_request(&guard, route, request, next)
+    let mut response = crate::overload::guard(&guard, route, request, next)
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();
