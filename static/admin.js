@@ -177,7 +177,19 @@ const STUCK_COLUMNS = [
   ['amount_cents', 'Amount', (v) => (Number(v) / 100).toFixed(2)], // the event's currency is not in the answer
   ['created_at', 'Paying since', (v) => new Date(v).toLocaleTimeString()],
   ['last_error', 'Last error'],
+  ['overdue', 'Provider', (v) => (v ? 'Not answering' : 'Waiting')],
 ];
+
+/**
+ * Payments the provider left unanswered long past their abandon time hold their seats in
+ * paying until it answers: say so above the table, in words an organizer can act on.
+ */
+function showOverdue(rows) {
+  const n = rows.filter((r) => r.overdue === true).length;
+  const box = $('overdue');
+  box.hidden = n === 0;
+  box.textContent = n === 0 ? '' : `${n} payment${n === 1 ? ' has' : 's have'} had no answer from the payment provider long after the buyer's time ran out. Their seats stay reserved until the provider answers: check the provider's status.`;
+}
 
 async function pollStuck() {
   let body;
@@ -190,6 +202,7 @@ async function pollStuck() {
   const rows = Array.isArray(body)
     ? body
     : Object.values(body || {}).flatMap((list) => (Array.isArray(list) ? list : []));
+  showOverdue(rows);
   const box = $('stuck');
   if (!rows.length) {
     box.innerHTML = '<p class="muted">Nothing is stuck.</p>';
@@ -203,6 +216,7 @@ async function pollStuck() {
   const tbody = table.createTBody();
   rows.forEach((r) => {
     const tr = tbody.insertRow();
+    if (r.overdue === true) tr.className = 'overdue';
     cols.forEach(([key, , show]) => {
       const v = r[key];
       tr.insertCell().textContent = v === undefined || v === null ? '' : show ? show(v) : typeof v === 'object' ? JSON.stringify(v) : String(v);

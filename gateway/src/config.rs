@@ -118,6 +118,11 @@ pub struct Config {
     /// Seconds an organizer request may take (bulk seat generation is slow).
     #[arg(long, env = "FLOODGATE_ORGANIZER_TIMEOUT_S", default_value_t = 120)]
     pub organizer_timeout_s: u64,
+
+    /// Seconds past its `abandon_at` after which a payment still without a provider answer is
+    /// escalated (`floodgate_payments_overdue`, an error log, flagged on the dashboard).
+    #[arg(long, env = "FLOODGATE_PAYMENT_OVERDUE_S", default_value_t = 60)]
+    pub payment_overdue_s: u32,
 }
 
 impl Config {
@@ -149,6 +154,7 @@ impl Config {
             max_inflight_reads: 128,
             request_timeout_s: 10,
             organizer_timeout_s: 120,
+            payment_overdue_s: 60,
         }
     }
 

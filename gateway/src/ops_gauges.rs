@@ -82,6 +82,9 @@ pub struct Sampler {
     /// `updated_at` (ms) of the newest resolved attempt recorded; `None` before the first look.
     watermark_ms: Option<i64>,
     recorded: HashMap<String, i64>,
+    /// Overdue payments at the last look, so the error is logged when the count grows, not
+    /// every second.
+    overdue: i64,
 }
 
 impl Sampler {
@@ -192,7 +195,30 @@ impl Sampler {
             .await?
             .try_get(0)?;
         metrics::gauge!("floodgate_paying_oldest_age_seconds").set(oldest.max(0) as f64 / 1000.0);
+        self.overdue(state).await;
         self.paying_ages(state).await
+    }
+
+    /// Payments the provider has left unanswered long past their abandon time: their seats
+    /// cannot be sold again until it answers, so this is an alert, never silence.
+    async fn overdue(&mut self, state: &AppState) {
+        let grace_s = state.settings.payment_overdue_s;
+        let overdue = match state.store.overdue_attempts(grace_s).await {
+            Ok(n) => n,
+            Err(error) => {
+                tracing::debug!(%error, "metrics: counting overdue payments failed");
+                return;
+            }
+        };
+        metrics::gauge!("floodgate_payments_overdue").set(overdue as f64);
+        if overdue > self.overdue {
+            tracing::error!(
+                overdue,
+                grace_s,
+                "payments past their abandon time have no answer from the provider; their seats stay in paying until it answers"
+            );
+        }
+        self.overdue = overdue;
     }
 
     /// Records, once each, how long attempts resolved since the last look spent paying.

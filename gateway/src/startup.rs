@@ -60,6 +60,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             organizer_key_hashes: secrets.organizer_key_hashes,
             webhook_secret: secrets.webhook_secret,
             trusted_proxies: config.trusted_proxies.clone(),
+            payment_overdue_s: i64::from(config.payment_overdue_s),
         }),
         health: Default::default(),
         shutdown,

@@ -42,4 +42,6 @@ pub struct Settings {
     pub organizer_key_hashes: Vec<[u8; 32]>,
     pub webhook_secret: String,
     pub trusted_proxies: Vec<IpNet>,
+    /// Seconds past `abandon_at` before an unanswered payment is escalated.
+    pub payment_overdue_s: i64,
 }

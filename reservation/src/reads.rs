@@ -173,6 +173,21 @@ impl Store {
         Ok(out)
     }
 
+    /// Open attempts whose `abandon_at` passed more than `grace_s` seconds ago. The reconciler
+    /// asks the provider every few seconds and the first answer after `abandon_at` closes an
+    /// attempt, so one still open a while later means the provider cannot be reached: the
+    /// seats stay in `paying` until it answers, and somebody must look.
+    pub async fn overdue_attempts(&self, grace_s: i64) -> Result<i64, Error> {
+        let row = sqlx::query(self.sql(
+            "select count(*) as n from payment_attempts \
+             where state in ('pending', 'ambiguous', 'authorized') and abandon_at <= NOW - MSEC($1)",
+        ))
+        .bind(grace_s.saturating_mul(1000))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>("n")?)
+    }
+
     /// Attempts still open (pending, ambiguous, authorized) that began more than
     /// `older_than_s` seconds ago: "stuck in paying".
     pub async fn stuck(

@@ -411,10 +411,15 @@ async fn stuck(
     }
     state.store.get_event(&event).await?;
     let attempts = state.store.stuck(&event, older_than_s).await?;
+    // Shown, not decided on: the reconciler acts on the database's clock; a second of skew
+    // only moves when the flag appears.
+    let overdue_before_ms =
+        crate::clock::now_ms() - state.settings.payment_overdue_s.saturating_mul(1000);
     let list: Vec<Value> = attempts
         .iter()
         .map(|a| {
             json!({
+                "overdue": a.abandon_at_ms <= overdue_before_ms,
                 "payment_id": a.attempt_id.as_str(), "hold_id": a.hold_id.as_str(), "state": a.state.as_str(),
                 "amount_cents": a.amount_cents, "payment_method": a.payment_method,
                 "created_at": rfc3339(a.created_at_ms), "resolve_by": rfc3339(a.resolve_by_ms),
