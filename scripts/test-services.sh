@@ -30,8 +30,7 @@ cleanup() {
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     done
     if [ -d "$scratch/pg" ]; then
-      su postgres -s /bin/sh -c "pg_ctl -D '$scratch/pg' -m immediate stop" >/dev/null 2>&1 \
-        || pg_ctl -D "$scratch/pg" -m immediate stop >/dev/null 2>&1 || true
+      run_pg "'$pg_bin/pg_ctl' -D '$scratch/pg' -m immediate -w stop" >/dev/null 2>&1 || true
     fi
     rm -rf "$scratch"
   fi
@@ -48,6 +47,9 @@ find_pg_bin() {
   done
   return 1
 }
+
+# PostgreSQL refuses to run as root: as root, its commands run as the postgres user.
+run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
 
 pg_answers() { psql "$DATABASE_URL" -Atqc 'select 1' >/dev/null 2>&1; }
 # A cluster is asked through its first node.
@@ -120,13 +122,12 @@ start_cluster() { # server name first-port
 }
 
 if ! pg_answers; then
-  bin=$(find_pg_bin) || { echo "error: PostgreSQL does not answer at $DATABASE_URL and no server binaries were found; install it: apt-get install -y postgresql" >&2; exit 1; }
+  pg_bin=$(find_pg_bin) || { echo "error: PostgreSQL does not answer at $DATABASE_URL and no server binaries were found; install it: apt-get install -y postgresql" >&2; exit 1; }
   scratch_dir
   port=$(free_port 55432)
   echo "PostgreSQL does not answer at $DATABASE_URL: starting a throwaway server on 127.0.0.1:$port"
-  run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
-  run_pg "'$bin/initdb' -D '$scratch/pg' -U postgres -A trust" >/dev/null
-  run_pg "'$bin/pg_ctl' -D '$scratch/pg' -o '-p $port -k $scratch -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off' -l '$scratch/pg.log' -w start" >/dev/null
+  run_pg "'$pg_bin/initdb' -D '$scratch/pg' -U postgres -A trust" >/dev/null
+  run_pg "'$pg_bin/pg_ctl' -D '$scratch/pg' -o '-p $port -k $scratch -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off' -l '$scratch/pg.log' -w start" >/dev/null
   psql "postgres://postgres@127.0.0.1:$port/postgres" -qc 'create database test' >/dev/null
   export DATABASE_URL="postgres://postgres@127.0.0.1:$port/test"
   pg_answers || { echo "error: the throwaway PostgreSQL did not start; see $scratch/pg.log" >&2; exit 1; }

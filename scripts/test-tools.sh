@@ -34,8 +34,7 @@ if ! command -v redis-server >/dev/null; then
   fi
 fi
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || tools_missing+=(chromium)
-# Debian 12's own Node.js is 18; the page tests want 20+ (the machines this project runs on
-# carry it). Debian's package is still the best a bare machine can get from its own archive.
+# Debian 12's own Node.js is 18, older than the page tests' 20: see below.
 command -v node >/dev/null || tools_missing+=(nodejs)
 command -v npm >/dev/null || tools_missing+=(npm)
 command -v curl >/dev/null || tools_missing+=(curl)
@@ -56,8 +55,24 @@ if [ ${#tools_missing[@]} -gt 0 ]; then
   fi
 fi
 
-node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-[ "$node_major" -ge 20 ] || echo "warning: Node.js $(node --version 2>/dev/null) is older than the page tests' 20" >&2
+# --- Node.js 20+ for the page tests --------------------------------------------------------
+# Debian 12 ships Node.js 18, which the browser driver refuses. Then the npm registry's build of
+# Node.js 20 (the arch package behind npm's `node`) goes under target/node and first on PATH.
+node_dir="$PWD/target/node"
+node_version=20.20.2
+[ -x "$node_dir/bin/node" ] && export PATH="$node_dir/bin:$PATH"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  node_package="node-linux-$(node -p process.arch)@$node_version"
+  echo "Node.js $(node --version) is older than the page tests' 20: installing $node_package in $node_dir"
+  rm -rf "$node_dir"
+  npm install --prefix "$node_dir" --no-save --no-audit --no-fund --loglevel=error "$node_package" >/dev/null
+  mkdir -p "$node_dir/bin"
+  ln -s "$node_dir/node_modules/${node_package%@*}/bin/node" "$node_dir/bin/node"
+  export PATH="$node_dir/bin:$PATH"
+  node -p 'process.versions.node.split(".")[0] >= 20' | grep -q true \
+    || { echo "error: $node_dir/bin/node is not Node.js 20+" >&2; exit 1; }
+fi
 
 # --- Python: Stripe's client library and the Valkey server, pinned -------------------------
 pyenv_dir="$PWD/target/pyenv"
