@@ -1,5 +1,6 @@
-//! The admission story, run against both backends (memory with paused tokio time; Redis at
-//! REDIS_URL with a steered clock). Each story owns a fresh event id.
+//! The admission story, written once and run against every backend: memory with paused tokio
+//! time; Redis, Redis Cluster, Valkey and a Valkey cluster (as `bash scripts/test.sh` starts
+//! them) with a steered clock. Each story owns a fresh event id.
 
 mod support;
 
@@ -68,7 +69,7 @@ async fn join_offer_claim(kind: Kind) {
     assert!(matches!(late, AdmissionError::OfferLapsed), "{late:?}");
     assert_eq!(h.tick().await.snapshot.lapsed_total, 4);
 }
-both!(join_offer_claim);
+every_backend!(join_offer_claim);
 
 /// A retried join with the same idempotency key keeps its place; unknown events are refused.
 async fn idempotent_join(kind: Kind) {
@@ -99,7 +100,7 @@ async fn idempotent_join(kind: Kind) {
         .expect_err("unknown");
     assert!(matches!(err, AdmissionError::UnknownEvent), "{err:?}");
 }
-both!(idempotent_join);
+every_backend!(idempotent_join);
 
 /// Offers at 600/min over 60 s within ±2%; a change to 1,200/min obeyed within one second.
 async fn rate_and_live_change(kind: Kind) {
@@ -133,7 +134,7 @@ async fn rate_and_live_change(kind: Kind) {
         "{next} offers in the next minute at 1,200/min"
     );
 }
-both!(rate_and_live_change);
+every_backend!(rate_and_live_change);
 
 /// `active sessions + open offers` never exceeds `max_active`; ended and expired sessions
 /// give their slots back; offers stay in queue order throughout.
@@ -186,7 +187,7 @@ async fn cap_holds(kind: Kind) {
     );
     assert!(all.windows(2).all(|w| w[0] < w[1]), "offers in queue order");
 }
-both!(cap_holds);
+every_backend!(cap_holds);
 
 /// Pause stops offers (and joins); resume continues in order.
 async fn pause_resume(kind: Kind) {
@@ -221,7 +222,7 @@ async fn pause_resume(kind: Kind) {
         "in order, nobody skipped"
     );
 }
-both!(pause_resume);
+every_backend!(pause_resume);
 
 /// Three minutes of ticks for the no-show stories; claims are counted from `STEADY_FROM` on.
 const NO_SHOW_TICKS: u32 = 1_800;
@@ -327,7 +328,7 @@ async fn no_shows(kind: Kind) {
         flow.claims_per_min
     );
 }
-both!(no_shows);
+every_backend!(no_shows);
 
 /// The same with the cap binding: 20 slots, a claimed session holds its slot for 4 s and a
 /// no-show for the 12 s until its offer lapses, so no-shows fill most of the slots and at times
@@ -370,7 +371,7 @@ async fn no_shows_with_the_cap_binding(kind: Kind) {
         flow.longest_handoff
     );
 }
-both!(no_shows_with_the_cap_binding);
+every_backend!(no_shows_with_the_cap_binding);
 
 /// Pre-queue: the revealed seed reproduces the order exactly; arrival and offer order are
 /// uncorrelated; post-opening arrivals all come after.
@@ -438,7 +439,7 @@ async fn pre_queue(kind: Kind) {
     // order leaking arrival time (rho near 1 for FIFO) fails by far.
     assert!(rho.abs() < 0.16, "rank correlation {rho} is not near zero");
 }
-both!(pre_queue);
+every_backend!(pre_queue);
 
 /// Sold out: offers stop, everyone is told, joins refused; it reopens when seats return.
 async fn sold_out(kind: Kind) {
@@ -484,7 +485,7 @@ async fn sold_out(kind: Kind) {
         "offers resume when seats return"
     );
 }
-both!(sold_out);
+every_backend!(sold_out);
 
 /// Close: no new joins or offers; status says closed.
 async fn closed(kind: Kind) {
@@ -501,7 +502,7 @@ async fn closed(kind: Kind) {
     let err = h.adm.claim(&j.claims).await.expect_err("closed");
     assert!(matches!(err, AdmissionError::QueueClosed), "{err:?}");
 }
-both!(closed);
+every_backend!(closed);
 
 /// The change feed wakes a subscriber once per tick, not once per buyer; positions and the
 /// wait range follow from the snapshot.
@@ -531,7 +532,7 @@ async fn change_feed(kind: Kind) {
     let seen: HashSet<u64> = joined.iter().map(|j| j.claims.seq).collect();
     assert_eq!(seen.len(), 200);
 }
-both!(change_feed);
+every_backend!(change_feed);
 
 /// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
 #[tokio::test(start_paused = true)]

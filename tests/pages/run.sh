@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
-[ -x "$chromium" ] || { echo "no Chromium at $chromium: apt-get install -y chromium (or set CHROMIUM_PATH)" >&2; exit 1; }
+[ -x "$chromium" ] || { echo "no Chromium at $chromium: bash scripts/test-tools.sh installs it (or set CHROMIUM_PATH)" >&2; exit 1; }
+# Where Debian's Node.js is too old, scripts/test-tools.sh puts Node.js 20 here.
+[ -x target/node/bin/node ] && export PATH="$PWD/target/node/bin:$PATH"
 [ -d tests/pages/node_modules/playwright-core ] || npm ci --prefix tests/pages --no-audit --no-fund
 
 if [ -z "${FLOODGATE_URL:-}" ]; then

@@ -1,6 +1,9 @@
 //! The conformance harness: one story, run against the memory backend (paused tokio time) and
-//! a real Redis at REDIS_URL (a manual clock handed to the scripts).
+//! each shared backend the suite starts (Redis, Redis Cluster, Valkey, Valkey cluster), with a
+//! manual clock handed to the scripts.
 #![allow(dead_code)]
+
+mod backends;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -10,32 +13,7 @@ use admission::testing::{MemoryDb, control};
 use admission::{Admission, AdmissionConfig, Clock, Control, Joined, KeyRing, TickReport};
 use time::OffsetDateTime;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Memory,
-    Redis,
-}
-
-pub fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
-/// Panics loudly when Redis does not answer: a skipped backend is a defect.
-pub async fn require_redis(url: &str) {
-    let client = redis::Client::open(url).unwrap_or_else(|e| panic!("REDIS_URL={url}: {e}"));
-    let mut conn = tokio::time::timeout(
-        Duration::from_secs(5),
-        client.get_multiplexed_async_connection(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("REDIS_URL={url} did not answer within 5 s"))
-    .unwrap_or_else(|e| panic!("REDIS_URL={url} did not answer: {e}"));
-    let pong: String = redis::cmd("PING")
-        .query_async(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("REDIS_URL={url} did not answer PING: {e}"));
-    assert_eq!(pong, "PONG");
-}
+pub use backends::{Kind, require};
 
 pub fn keys() -> KeyRing {
     KeyRing::parse("k2:new-secret-for-tests,k1:old-secret-for-tests").expect("valid ring")
@@ -55,9 +33,10 @@ pub fn unique_event(name: &str) -> String {
 }
 
 pub fn clock_for(kind: Kind) -> Clock {
-    match kind {
-        Kind::Memory => Clock::system(),
-        Kind::Redis => Clock::manual(OffsetDateTime::now_utc().unix_timestamp() * 1000),
+    if kind.is_memory() {
+        Clock::system()
+    } else {
+        Clock::manual(OffsetDateTime::now_utc().unix_timestamp() * 1000)
     }
 }
 
@@ -73,11 +52,7 @@ impl Harness {
     /// `tune`.
     pub async fn new(kind: Kind, name: &str, tune: impl FnOnce(&mut Control)) -> Harness {
         let clock = clock_for(kind);
-        let url = match kind {
-            Kind::Memory => "memory".to_owned(),
-            Kind::Redis => redis_url(),
-        };
-        Self::with(kind, name, clock, url, tune).await
+        Self::with(kind, name, clock, kind.url(), tune).await
     }
 
     pub async fn with(
@@ -87,9 +62,7 @@ impl Harness {
         url: String,
         tune: impl FnOnce(&mut Control),
     ) -> Harness {
-        if kind == Kind::Redis {
-            require_redis(&url).await;
-        }
+        require(kind, &url).await;
         let db = Arc::new(MemoryDb::new(clock.clone()));
         let event = unique_event(name);
         let mut c = control(at(clock.now_ms() - 1000), "seed-of-the-test-event");
@@ -116,9 +89,10 @@ impl Harness {
     }
 
     pub async fn advance(&self, by: Duration) {
-        match self.kind {
-            Kind::Memory => tokio::time::advance(by).await,
-            Kind::Redis => self.clock.advance(by),
+        if self.kind.is_memory() {
+            tokio::time::advance(by).await;
+        } else {
+            self.clock.advance(by);
         }
     }
 
@@ -172,9 +146,11 @@ pub fn at(ms: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).expect("valid time")
 }
 
-/// Runs one story against both backends.
+/// Runs one story against every backend: memory, Redis, Redis Cluster, Valkey and a Valkey
+/// cluster. The shared ones are named by the environment `bash scripts/test.sh` sets up; a
+/// missing one fails its test.
 #[macro_export]
-macro_rules! both {
+macro_rules! every_backend {
     ($story:ident) => {
         mod $story {
             use super::support::Kind;
@@ -185,6 +161,18 @@ macro_rules! both {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn redis() {
                 super::$story(Kind::Redis).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis_cluster() {
+                super::$story(Kind::RedisCluster).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey() {
+                super::$story(Kind::Valkey).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey_cluster() {
+                super::$story(Kind::ValkeyCluster).await;
             }
         }
     };
