@@ -42,4 +42,6 @@ pub struct Settings {
     pub organizer_key_hashes: Vec<[u8; 32]>,
     pub webhook_secret: String,
     pub trusted_proxies: Vec<IpNet>,
+    /// Simulated or a real provider: shown on `/readyz` and the dashboard.
+    pub payment_mode: crate::payment_mode::PaymentMode,
 }
