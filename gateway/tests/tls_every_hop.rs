@@ -186,12 +186,10 @@ async fn postgres_verify_full_refuses_a_server_certificate_from_the_wrong_ca() {
         .await
         .expect("verify-full with the right CA connects");
     let wrong = Store::connect(&postgres.verify_full_url(&pki.wrong_ca_file), options()).await;
-    let error = format!(
-        "{:?}",
-        wrong
-            .err()
-            .expect("verify-full with the wrong CA is refused")
-    );
+    let Err(error) = wrong else {
+        panic!("verify-full with the wrong CA is refused");
+    };
+    let error = format!("{error:?}");
     assert!(error.to_lowercase().contains("certificate"), "{error}");
 }
 
