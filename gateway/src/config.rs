@@ -40,7 +40,8 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_TOKEN_SECRETS")]
     pub token_secrets: Option<Secret>,
 
-    /// Base URL of the Stripe-shaped payment provider; unset = in-process simulated provider.
+    /// Base URL of the Stripe-shaped payment provider (`https://`; `http://` only on loopback).
+    /// Unset = the in-process simulator, which PostgreSQL deployments must ask for by name.
     #[arg(long, env = "FLOODGATE_PAYMENT_URL")]
     pub payment_url: Option<String>,
 
