@@ -77,6 +77,7 @@ async function pollStats() {
   seats(stats.seats || {});
   kv('holds-kv', stats.holds || {});
   kv('payments-kv', stats.payments || {});
+  $('payments-kv').previousElementSibling.textContent = stats.payment_provider === 'simulated' ? 'Payments by state (simulated: no money taken)' : 'Payments by state';
   if (stats.admission) adopt(stats.admission);
   drawChart($('chart'), [
     { color: '#2457c5', points: samples.map((s) => ({ t: s.t, v: s.outflow })) },

@@ -83,7 +83,9 @@ impl Admission {
         let backend = if queue_url.trim() == "memory" {
             Backend::Memory(MemoryQueue::new(cfg.clock.clone()))
         } else {
-            Backend::Redis(Box::new(RedisQueue::connect(queue_url).await?))
+            Backend::Redis(Box::new(
+                RedisQueue::connect(queue_url, cfg.tls_ca_pem.as_deref()).await?,
+            ))
         };
         Ok(Admission {
             inner: Arc::new(Inner {

@@ -23,6 +23,8 @@ pub struct AdmissionConfig {
     pub reconnect_grace: Duration,
     /// How often a tick writes the checkpoint to the database.
     pub checkpoint_every: Duration,
+    /// Extra trusted CA certificates (PEM) for `rediss://`, beside the platform's roots.
+    pub tls_ca_pem: Option<Vec<u8>>,
 }
 
 impl AdmissionConfig {
@@ -36,6 +38,7 @@ impl AdmissionConfig {
             recovery_margin: 100_000,
             reconnect_grace: Duration::from_secs(10),
             checkpoint_every: Duration::from_secs(1),
+            tls_ca_pem: None,
         }
     }
 }

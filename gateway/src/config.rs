@@ -3,9 +3,12 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::Parser;
 use ipnet::IpNet;
+
+use crate::payment_mode::PaymentChoice;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -37,9 +40,15 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_TOKEN_SECRETS")]
     pub token_secrets: Option<Secret>,
 
-    /// Base URL of the Stripe-shaped payment provider; unset = in-process simulated provider.
+    /// Base URL of the Stripe-shaped payment provider (`https://`; `http://` only on loopback).
+    /// Unset = the in-process simulator, which PostgreSQL deployments must ask for by name.
     #[arg(long, env = "FLOODGATE_PAYMENT_URL")]
     pub payment_url: Option<String>,
+
+    /// `simulated`: sell through the in-process simulator, taking no money. Needed on PostgreSQL
+    /// without `FLOODGATE_PAYMENT_URL` (the embedded SQLite default uses the simulator anyway).
+    #[arg(long, env = "FLOODGATE_PAYMENT", value_enum)]
+    pub payment: Option<PaymentChoice>,
 
     /// API key of the payment provider.
     #[arg(long, env = "FLOODGATE_PAYMENT_KEY")]
@@ -48,6 +57,19 @@ pub struct Config {
     /// Webhook signature secret; generated and kept when unset.
     #[arg(long, env = "FLOODGATE_WEBHOOK_SECRET")]
     pub webhook_secret: Option<Secret>,
+
+    /// Extra trusted CA certificates (PEM) for the provider, PostgreSQL and Redis, beside the
+    /// platform's roots: for servers behind a private CA.
+    #[arg(long, env = "FLOODGATE_TLS_CA_FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+
+    /// Certificate chain (PEM) to serve HTTPS with; with `FLOODGATE_TLS_KEY_FILE`. Unset = HTTP.
+    #[arg(long, env = "FLOODGATE_TLS_CERT_FILE", requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Private key (PEM) of `FLOODGATE_TLS_CERT_FILE`.
+    #[arg(long, env = "FLOODGATE_TLS_KEY_FILE", requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
 
     /// Joins per client address per minute.
     #[arg(long, env = "FLOODGATE_JOIN_LIMIT_PER_MIN", default_value_t = 60)]
@@ -137,8 +159,12 @@ impl Config {
             token_secret: None,
             token_secrets: None,
             payment_url: None,
+            payment: None,
             payment_key: None,
             webhook_secret: None,
+            tls_ca_file: None,
+            tls_cert_file: None,
+            tls_key_file: None,
             join_limit_per_min: 60,
             trusted_proxies: Vec::new(),
             demo: None,

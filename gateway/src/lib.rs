@@ -1,8 +1,10 @@
 //! The Floodgate gateway: the HTTP and WebSocket face of admission and the reservation core.
 //!
 //! # Layout
-//! - `config`: every setting as a flag and an environment variable.
-//! - `listener`, `shutdown`, `telemetry`: process plumbing.
+//! - `config`: every setting as a flag and an environment variable; `payment_mode`: the
+//!   provider sold through, and the payment settings refused at start.
+//! - `listener`, `tls`, `shutdown`, `telemetry`: process plumbing (HTTPS when given a
+//!   certificate); `tls_roots`: the extra CA handed to every outbound TLS hop.
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod ops_gauges;
 pub mod overload;
+pub mod payment_mode;
 pub mod problem;
 pub mod request_span;
 pub mod routes;
@@ -43,6 +46,8 @@ pub mod socket_feed;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
+pub mod tls;
+pub mod tls_roots;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -61,23 +66,45 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     metrics::handle();
+    // redis-rs builds its TLS configuration from the process's default provider; naming the
+    // one this workspace compiles keeps that working whatever else a dependency turns on.
+    // (Already installed by an earlier gateway in this process is fine.)
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    // Read before anything starts, so a bad certificate stops the gateway at once.
+    let tls = match (&config.tls_cert_file, &config.tls_key_file) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
+        (None, None) => None,
+        _ => anyhow::bail!("FLOODGATE_TLS_CERT_FILE and FLOODGATE_TLS_KEY_FILE go together"),
+    };
     let cancel = CancellationToken::new();
     let state = startup::build(&config, cancel.clone()).await?;
-    startup::point_simulator_at(&state, listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    startup::point_simulator_at(&state, addr, tls.is_some());
     let mut loops = startup::spawn_loops(&state, config.backpressure()).await?;
-    let app = router(state);
-    tracing::info!(addr = %listener.local_addr()?, database = %redact(&config.database_url), "gateway listening");
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(%addr, scheme, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();
-    let served = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let stopping = async move {
         shutdown.await;
         // Sockets hear `reconnect` and close; background loops finish their step.
         stop.cancel();
-    })
-    .await;
+    };
+    let served = match tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopping)
+                .await
+        }
+        // `tap_io` only to reach axum's `ConnectInfo<SocketAddr>` for any listener.
+        Some(config) => {
+            use axum::serve::ListenerExt;
+            let listener = tls::TlsListener::new(listener, config)?.tap_io(|_| {});
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopping)
+                .await
+        }
+    };
     cancel.cancel();
     while loops.join_next().await.is_some() {}
     served?;

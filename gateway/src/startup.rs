@@ -15,12 +15,34 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission_db::StoreAdmissionDb;
 use crate::config::Config;
+use crate::payment_mode::{self, PaymentMode};
 use crate::seat_cache::SeatCache;
 use crate::state::{AppState, Settings};
+use crate::tls_roots::{self, ExtraRoots};
 use crate::{demo, secrets};
 
 pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Result<AppState> {
-    let store = Store::connect(&config.database_url, StoreOptions::default()).await?;
+    let payment_mode = payment_mode::payment_mode(config)?;
+    match (payment_mode, config.payment) {
+        (PaymentMode::Simulated, Some(_)) => tracing::warn!(
+            "PAYMENTS ARE SIMULATED (FLOODGATE_PAYMENT=simulated): orders are confirmed and no \
+             money is taken; set FLOODGATE_PAYMENT_URL to sell for real"
+        ),
+        (PaymentMode::Simulated, None) => {
+            tracing::info!("payments are simulated (the embedded default): no money is taken");
+        }
+        (PaymentMode::Provider, _) => {}
+    }
+    let roots = config
+        .tls_ca_file
+        .as_deref()
+        .map(ExtraRoots::load)
+        .transpose()?;
+    let database_url = tls_roots::database_url(
+        &config.database_url,
+        roots.as_ref().map(|r| r.path.as_path()),
+    );
+    let store = Store::connect(&database_url, StoreOptions::default()).await?;
     let secrets = secrets::load(config, &store).await?;
     if let Some(key) = &secrets.generated_organizer_key {
         // Shown once, on the terminal only: it is never logged and the database keeps its hash.
@@ -28,6 +50,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
     }
     let mut admission_config = AdmissionConfig::new(secrets.keys);
     admission_config.join_limit_per_min = config.join_limit_per_min;
+    admission_config.tls_ca_pem = roots.as_ref().map(|r| r.pem.clone());
     let queue_url = config
         .redis_url
         .clone()
@@ -45,6 +68,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             .unwrap_or_default(),
         webhook_secret: secrets.webhook_secret.clone(),
         request_timeout: Duration::from_secs(10),
+        ca_pem: roots.map(|r| r.pem),
     })?;
     if config.demo_enabled() {
         demo::seed(&store).await?;
@@ -61,6 +85,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             webhook_secret: secrets.webhook_secret,
             trusted_proxies: config.trusted_proxies.clone(),
             payment_overdue_s: i64::from(config.payment_overdue_s),
+            payment_mode,
         }),
         health: Default::default(),
         shutdown,
@@ -160,10 +185,11 @@ pub async fn spawn_loops(
 }
 
 /// The in-process simulator sends its webhooks to this gateway, like a real provider would.
-pub fn point_simulator_at(state: &AppState, addr: std::net::SocketAddr) {
+pub fn point_simulator_at(state: &AppState, addr: std::net::SocketAddr, https: bool) {
+    let scheme = if https { "https" } else { "http" };
     if let Provider::Simulated(simulated) = &state.provider {
         simulated
             .simulator
-            .set_webhook_url(&format!("http://{addr}/api/payments/webhook"));
+            .set_webhook_url(&format!("{scheme}://{addr}/api/payments/webhook"));
     }
 }

@@ -44,4 +44,6 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     /// Seconds past `abandon_at` before an unanswered payment is escalated.
     pub payment_overdue_s: i64,
+    /// Simulated or a real provider: shown on `/readyz` and the dashboard.
+    pub payment_mode: crate::payment_mode::PaymentMode,
 }

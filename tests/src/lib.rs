@@ -5,6 +5,8 @@
 //! - `sim_control.rs`: a client for the simulator's `/_sim/*` control routes.
 //! - `invariants.rs`: DESIGN §5 invariants 1–4 from rows, event log and ledger (one checker).
 //! - `saga.rs`: the payments-saga rig (fresh database, HTTP simulator, worker, reconciler).
+//! - `tls.rs`: a CA and server certificate made at test time; any router served over HTTPS.
+//! - `tls_servers.rs`: throwaway PostgreSQL (`ssl=on`, `hostssl` only) and TLS-only Redis.
 //! - `soak/`: the soak tool's library (see its module docs); `bin/soak.rs` its binary.
 //! - `bin/simulator.rs`: the same server as a standalone process.
 
@@ -13,3 +15,5 @@ pub mod saga;
 pub mod sim_control;
 pub mod simulator;
 pub mod soak;
+pub mod tls;
+pub mod tls_servers;

@@ -18,6 +18,7 @@ async fn sqlite_with_the_in_process_simulator_sells_and_declines() {
         api_key: String::new(),
         webhook_secret: "whsec_sqlite".into(),
         request_timeout: Duration::from_secs(2),
+        ca_pem: None,
     })
     .expect("in-process provider");
     let Provider::Simulated(sim) = &provider else {

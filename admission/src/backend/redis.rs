@@ -74,18 +74,33 @@ fn parse<T: for<'de> Deserialize<'de>>(reply: &str) -> Result<T, BackendError> {
 }
 
 impl RedisQueue {
-    /// `url`: one `redis://` URL, or several comma-separated = a Redis Cluster.
-    pub(crate) async fn connect(url: &str) -> RedisResult<Self> {
+    /// `url`: one `redis://` (`rediss://` for TLS) URL, or several comma-separated = a Redis
+    /// Cluster. `ca_pem`: the CA certificates a `rediss://` server is verified with instead of
+    /// the platform's roots (Redis takes one trust store).
+    pub(crate) async fn connect(url: &str, ca_pem: Option<&[u8]>) -> RedisResult<Self> {
         let urls: Vec<&str> = url
             .split(',')
             .map(str::trim)
             .filter(|u| !u.is_empty())
             .collect();
+        let certs = ca_pem
+            .filter(|_| urls.iter().any(|u| u.starts_with("rediss://")))
+            .map(|pem| redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem.to_vec()),
+            });
         let (conn, client) = if urls.len() > 1 {
-            let client = redis::cluster::ClusterClient::new(urls)?;
+            let mut builder = redis::cluster::ClusterClient::builder(urls);
+            if let Some(certs) = certs {
+                builder = builder.certs(certs);
+            }
+            let client = builder.build()?;
             (Conn::Cluster(client.get_async_connection().await?), None)
         } else {
-            let client = redis::Client::open(url)?;
+            let client = match certs {
+                Some(certs) => redis::Client::build_with_tls(url, certs)?,
+                None => redis::Client::open(url)?,
+            };
             // redis-rs gives up on a reply after 500 ms by default: a gateway short of CPU then
             // fails every tick and join although Redis answered in microseconds (seen in the
             // soak). The overload layer, not this timeout, bounds what waits.

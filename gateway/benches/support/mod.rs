@@ -102,6 +102,8 @@ impl GatewayProcess {
             .env_remove("RUST_LOG")
             .env_remove("REDIS_URL")
             .env_remove("FLOODGATE_PAYMENT_URL")
+            // Benches measure the gateway, not a provider: the in-process simulator, by name.
+            .env("FLOODGATE_PAYMENT", "simulated")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

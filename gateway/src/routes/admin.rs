@@ -388,6 +388,8 @@ async fn stats(
         "seats": { "available": seats("available"), "held": seats("held"), "paying": seats("paying"), "sold": seats("sold") },
         "holds": counts.holds,
         "payments": counts.attempts,
+        // `simulated` means orders confirm without money changing hands.
+        "payment_provider": state.settings.payment_mode.as_str(),
     }))
     .into_response())
 }

@@ -1,4 +1,5 @@
-//! `GET /healthz` (the process is up) and `GET /readyz` (the database answers).
+//! `GET /healthz` (the process is up) and `GET /readyz` (the database answers; the body says
+//! whether payments are simulated, so a deployment selling for no money is plain to see).
 
 use axum::Router;
 use axum::extract::State;
@@ -13,10 +14,11 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(ready))
 }
 
-async fn ready(State(state): State<AppState>) -> Result<&'static str, Problem> {
+async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
     state.store.ping().await.map_err(|error| {
         tracing::warn!(%error, "database not ready");
         Problem::overloaded("the database does not answer")
     })?;
-    Ok("ready")
+    let payments = state.settings.payment_mode.as_str();
+    Ok(format!("ready\npayments: {payments}\n"))
 }

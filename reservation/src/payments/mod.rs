@@ -39,6 +39,9 @@ pub struct PaymentConfig {
     /// Verifies incoming webhooks; the in-process simulator signs with it too.
     pub webhook_secret: String,
     pub request_timeout: Duration,
+    /// Extra trusted CA certificates (PEM) beside the platform's roots, for a provider behind
+    /// a private CA.
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for PaymentConfig {

@@ -39,10 +39,11 @@ impl Provider {
     /// `url` unset gives a fresh in-process simulator (the embedded default).
     pub fn from_config(config: &PaymentConfig) -> Result<Self, ProviderError> {
         match &config.url {
-            Some(url) => Ok(Provider::Http(StripeClient::new(
+            Some(url) => Ok(Provider::Http(StripeClient::with_roots(
                 url,
                 &config.api_key,
                 config.request_timeout,
+                config.ca_pem.as_deref(),
             )?)),
             None => Ok(Provider::Simulated(Simulated {
                 simulator: Simulator::new(simulator::SimulatorConfig {
@@ -157,6 +158,7 @@ mod tests {
             api_key: String::new(),
             webhook_secret: "whsec".into(),
             request_timeout: timeout,
+            ca_pem: None,
         })
         .unwrap()
     }

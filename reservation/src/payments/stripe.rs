@@ -25,11 +25,32 @@ impl std::fmt::Debug for StripeClient {
 impl StripeClient {
     /// `timeout` bounds each request end to end; expiring it makes the call ambiguous.
     pub fn new(base_url: &str, api_key: &str, timeout: Duration) -> Result<Self, ProviderError> {
+        Self::with_roots(base_url, api_key, timeout, None)
+    }
+
+    /// Trusts the platform's roots and the CA certificates of `ca_pem` (a PEM bundle).
+    pub fn with_roots(
+        base_url: &str,
+        api_key: &str,
+        timeout: Duration,
+        ca_pem: Option<&[u8]>,
+    ) -> Result<Self, ProviderError> {
+        let config_error = |e: reqwest::Error| ProviderError::Config(e.to_string());
+        let extra = match ca_pem {
+            Some(pem) => reqwest::Certificate::from_pem_bundle(pem).map_err(config_error)?,
+            None => Vec::new(),
+        };
+        if ca_pem.is_some() && extra.is_empty() {
+            return Err(ProviderError::Config(
+                "the CA file holds no certificate".into(),
+            ));
+        }
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
+            .tls_certs_merge(extra)
             .build()
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
+            .map_err(config_error)?;
         Ok(Self {
             http,
             base_url: base_url.trim_end_matches('/').to_owned(),

@@ -15,6 +15,7 @@ use reqwest::Method;
 use super::client::{Call, Net};
 use super::config::Config;
 use super::organizer::Organizer;
+use super::trust::Trust;
 
 pub struct Baseline {
     pub bare_per_s: f64,
@@ -89,7 +90,14 @@ pub async fn measure(config: &Config) -> anyhow::Result<Baseline> {
     scratch.opens_in_s = 0;
     scratch.seat_count = 10;
     Organizer::new(&scratch)?.create_event(&scratch).await?;
-    let net = Net::new(&config.gateways, config.source_addresses(), concurrency, 0)?;
+    let trust = Trust::load(config.ca_file.as_deref())?;
+    let net = Net::new(
+        &config.gateways,
+        config.source_addresses(),
+        concurrency,
+        0,
+        &trust,
+    )?;
     let path = format!("/api/events/{}/queue", scratch.event);
     let (gateway_per_s, sample) = hammer(net, path.clone(), concurrency, config.baseline_s).await;
 
@@ -117,6 +125,7 @@ pub async fn measure(config: &Config) -> anyhow::Result<Baseline> {
         config.source_addresses(),
         concurrency,
         0,
+        &trust,
     )?;
     let (bare_per_s, _) = hammer(net, path, concurrency, config.baseline_s).await;
     server.abort();

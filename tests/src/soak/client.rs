@@ -11,8 +11,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
-use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+
+use super::trust::Trust;
 
 /// An answer: status and JSON body (problem+json for errors), or a transport failure.
 #[derive(Debug)]
@@ -58,6 +60,8 @@ pub struct Call<'a> {
 pub struct Net {
     gateways: Vec<String>,
     clients: Vec<reqwest::Client>,
+    /// For `wss://` to `https://` gateways.
+    trust: Trust,
     sources: Vec<Ipv4Addr>,
     next: AtomicUsize,
     /// Requests in flight, in three pools: joins (which a flooded gateway holds a moment before
@@ -74,7 +78,7 @@ pub struct Net {
     pub failovers: AtomicU64,
 }
 
-pub type Socket = WebSocketStream<TcpStream>;
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 impl Net {
     pub fn new(
@@ -82,9 +86,11 @@ impl Net {
         sources: Vec<Ipv4Addr>,
         concurrency: usize,
         max_sockets: usize,
+        trust: &Trust,
     ) -> anyhow::Result<Arc<Net>> {
         let build = |source: Option<Ipv4Addr>| {
             reqwest::Client::builder()
+                .tls_certs_merge(trust.extra.clone())
                 .local_address(source.map(IpAddr::V4))
                 .pool_max_idle_per_host(concurrency)
                 .pool_idle_timeout(Duration::from_secs(30))
@@ -107,6 +113,7 @@ impl Net {
                 .map(|g| g.trim_end_matches('/').to_owned())
                 .collect(),
             clients,
+            trust: trust.clone(),
             sources,
             next: AtomicUsize::new(0),
             join_in_flight: Semaphore::new(concurrency.max(1)),
@@ -216,9 +223,13 @@ impl Net {
 
     async fn websocket_to(&self, gateway: usize, path: &str) -> Result<Socket, String> {
         let base = self.gateway(gateway);
-        let host = base
-            .strip_prefix("http://")
-            .ok_or_else(|| "ws_needs_http_gateway".to_owned())?;
+        let (scheme, host, connector) = if let Some(host) = base.strip_prefix("https://") {
+            ("wss", host, Connector::Rustls(self.trust.sockets.clone()))
+        } else if let Some(host) = base.strip_prefix("http://") {
+            ("ws", host, Connector::Plain)
+        } else {
+            return Err("ws_gateway_scheme".to_owned());
+        };
         let addr: SocketAddr = tokio::net::lookup_host(host)
             .await
             .map_err(|_| "ws_resolve".to_owned())?
@@ -236,13 +247,18 @@ impl Net {
             .map_err(|_| "ws_connect_timeout".to_owned())?
             .map_err(|_| "ws_connect".to_owned())?;
         let _ = stream.set_nodelay(true);
-        let url = format!("ws://{host}{path}");
+        let url = format!("{scheme}://{host}{path}");
         let config = WebSocketConfig::default()
             .read_buffer_size(4096)
             .write_buffer_size(0);
         let (ws, _) = tokio::time::timeout(
             Duration::from_secs(10),
-            tokio_tungstenite::client_async_with_config(url, stream, Some(config)),
+            tokio_tungstenite::client_async_tls_with_config(
+                url,
+                stream,
+                Some(config),
+                Some(connector),
+            ),
         )
         .await
         .map_err(|_| "ws_handshake_timeout".to_owned())?

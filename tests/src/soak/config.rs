@@ -29,6 +29,10 @@ pub struct Config {
         required = true
     )]
     pub gateways: Vec<String>,
+    /// Extra trusted CA certificates (PEM) for `https://` gateways behind a private CA, beside
+    /// the platform's roots.
+    #[arg(long, env = "FLOODGATE_TLS_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
     /// The organizer API key of the gateways.
     #[arg(long, env = "FLOODGATE_ORGANIZER_KEY")]
     pub organizer_key: String,

@@ -5,6 +5,7 @@
 //! - `config`: every knob, as clap flags
 //! - `plan`: what each buyer does, drawn from the seed and its index; Zipf seat picking
 //! - `client`: HTTP with connection reuse over several source addresses; WebSockets
+//! - `trust`: the roots `https://` gateways are checked against (`--ca-file`)
 //! - `context`: what a worker's buyers share
 //! - `buyer`, `waiting`, `purchase`: one buyer's journey (join → wait → claim → hold → pay)
 //! - `seat_map`: the seat map read conditionally, as a browser's cache does
@@ -32,6 +33,7 @@ pub mod seat_map;
 pub mod settle;
 pub mod shard;
 pub mod stats;
+pub mod trust;
 pub mod verdict;
 pub mod waiting;
 pub mod workers;

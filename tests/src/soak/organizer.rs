@@ -37,6 +37,7 @@ impl Organizer {
     pub fn new(config: &Config) -> anyhow::Result<Organizer> {
         Ok(Organizer {
             http: reqwest::Client::builder()
+                .tls_certs_merge(super::trust::Trust::load(config.ca_file.as_deref())?.extra)
                 .timeout(std::time::Duration::from_secs(30))
                 .build()?,
             base: config.gateways[0].trim_end_matches('/').to_owned(),

@@ -14,6 +14,7 @@ use super::context::{Ctx, section, unix_ms};
 use super::organizer::Organizer;
 use super::plan::{Plan, SeatPicker, seat_ids};
 use super::stats::{Partial, Stats};
+use super::trust::Trust;
 use super::{buyer, progress};
 
 pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
@@ -23,6 +24,7 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
         config.source_addresses(),
         config.http_concurrency,
         config.max_sockets,
+        &Trust::load(config.ca_file.as_deref())?,
     )?;
     let stats = Arc::new(Stats::new());
     let picker = SeatPicker::new(
