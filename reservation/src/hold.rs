@@ -9,7 +9,6 @@ use sqlx::Row;
 
 use crate::Error;
 use crate::dialect::Dialect;
-use crate::hold_pg::GaTake;
 use crate::ids::{self, HoldId, SeatId, SessionId, trusted};
 use crate::journal::Entry;
 use crate::store::{Store, Tx};
@@ -166,13 +165,10 @@ impl Store {
         }
         for attempt in 0..GA_TRIES {
             let got = match self.dialect {
-                Dialect::Postgres => match self
-                    .retrying(|| self.hold_ga_pg(session, section, quantity))
-                    .await?
-                {
-                    GaTake::Held(hold) => Some(hold),
-                    GaTake::Short => None,
-                },
+                Dialect::Postgres => {
+                    self.retrying(|| self.hold_ga_pg(session, section, quantity))
+                        .await?
+                }
                 Dialect::Sqlite => {
                     self.retrying(|| self.hold_ga_once(session, section, quantity))
                         .await?

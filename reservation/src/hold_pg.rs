@@ -21,12 +21,6 @@ struct Answer {
     max_expires_ms: Option<i64>,
 }
 
-/// What a general-admission call found: a hold, or too few free unlocked rows this time.
-pub(crate) enum GaTake {
-    Held(Hold),
-    Short,
-}
-
 /// The call that takes named seats (the bench sends the same text raw as its baseline).
 const HOLD_SQL: &str = "select * from fg_hold($1, $2, $3, $4)";
 const HOLD_GA_SQL: &str = "select * from fg_hold_ga($1, $2, $3, $4, $5)";
@@ -74,13 +68,14 @@ impl Store {
         self.answered(answer, session, hold_id, receipt_key).await
     }
 
-    /// One try of `hold_ga` on PostgreSQL.
+    /// One try of `hold_ga` on PostgreSQL: the hold, or `None` when it found too few free
+    /// unlocked rows this time.
     pub(crate) async fn hold_ga_pg(
         &self,
         session: &SessionId,
         section: &str,
         quantity: u32,
-    ) -> Result<GaTake, Error> {
+    ) -> Result<Option<Hold>, Error> {
         let hold_id = ids::generate("h");
         let receipt_key = ids::receipt_key();
         let answer = sqlx::query_as::<_, Answer>(HOLD_GA_SQL)
@@ -97,11 +92,11 @@ impl Store {
             Ok(a) => a,
         };
         if answer.outcome == "short" {
-            return Ok(GaTake::Short);
+            return Ok(None);
         }
         self.answered(answer, session, hold_id, receipt_key)
             .await
-            .map(GaTake::Held)
+            .map(Some)
     }
 
     /// The typed result of a hold answer.
