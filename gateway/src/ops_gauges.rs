@@ -4,13 +4,12 @@
 //! the database pool and the in-flight budgets.
 //!
 //! Database-derived figures are the same on every instance (they read shared rows): aggregate
-//! them with `max`, not `sum`. The few queries are read-only, indexed and tiny.
+//! them with `max`, not `sum`. The store reads them (`reservation::ops_figures`).
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use reservation::Dialect;
-use sqlx::Row;
+use reservation::Error;
 
 use crate::overload::Group;
 use crate::state::AppState;
@@ -19,50 +18,6 @@ const EVERY: Duration = Duration::from_secs(1);
 /// Attempts resolved this long before the watermark are looked at again (commit order is not
 /// `updated_at` order); the ids seen keep each one from being recorded twice.
 const OVERLAP_MS: i64 = 5_000;
-
-/// (PostgreSQL, SQLite): times are timestamptz on one and integer ms on the other.
-struct Sql(&'static str, &'static str);
-
-impl Sql {
-    fn get(&self, dialect: Dialect) -> &'static str {
-        match dialect {
-            Dialect::Postgres => self.0,
-            Dialect::Sqlite => self.1,
-        }
-    }
-}
-
-const LIVE_EVENTS: Sql = Sql(
-    "select event_id, cast(rate_per_min as bigint), cast(max_active as bigint) \
-     from admission_controls where closed = false",
-    "select event_id, rate_per_min, max_active from admission_controls where closed = 0",
-);
-const SWEEPER_LAG: Sql = Sql(
-    "select coalesce(fg_ms(clock_timestamp()) - fg_ms(min(hold_expires_at)), 0) from seats \
-     where state = 'held' and hold_expires_at <= clock_timestamp()",
-    "select coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(hold_expires_at), 0) \
-     from seats where state = 'held' and hold_expires_at <= cast(unixepoch('subsec') * 1000 as integer)",
-);
-const ATTEMPTS_BY_STATE: Sql = Sql(
-    "select state, count(*) from payment_attempts group by state",
-    "select state, count(*) from payment_attempts group by state",
-);
-const OLDEST_PAYING: Sql = Sql(
-    "select coalesce(fg_ms(clock_timestamp()) - fg_ms(min(created_at)), 0) from payment_attempts \
-     where state in ('pending', 'ambiguous', 'authorized')",
-    "select coalesce(cast(unixepoch('subsec') * 1000 as integer) - min(created_at), 0) \
-     from payment_attempts where state in ('pending', 'ambiguous', 'authorized')",
-);
-const RESOLVED_SINCE: Sql = Sql(
-    "select attempt_id, fg_ms(created_at), fg_ms(updated_at) from payment_attempts \
-     where state not in ('pending', 'ambiguous', 'authorized') and updated_at > fg_ts($1)",
-    "select attempt_id, created_at, updated_at from payment_attempts \
-     where state not in ('pending', 'ambiguous', 'authorized') and updated_at > $1",
-);
-const NOW_MS: Sql = Sql(
-    "select fg_ms(clock_timestamp())",
-    "select cast(unixepoch('subsec') * 1000 as integer)",
-);
 
 /// What a payment attempt's final state counts as.
 fn outcome(state: &str) -> Option<&'static str> {
@@ -106,25 +61,16 @@ impl Sampler {
     }
 
     async fn queues(&mut self, state: &AppState) {
-        let pool = state.store.pool();
-        let rows = match sqlx::query(LIVE_EVENTS.get(state.store.dialect()))
-            .fetch_all(pool)
-            .await
-        {
-            Ok(rows) => rows,
+        let events = match state.store.live_event_limits().await {
+            Ok(events) => events,
             Err(error) => {
                 tracing::debug!(%error, "metrics: listing live events failed");
                 return;
             }
         };
-        for row in rows {
-            let (Ok(event), Ok(rate), Ok(max_active)) = (
-                row.try_get::<String, _>(0),
-                row.try_get::<i64, _>(1),
-                row.try_get::<i64, _>(2),
-            ) else {
-                continue;
-            };
+        for limits in events {
+            let (event, rate, max_active) =
+                (limits.event_id, limits.rate_per_min, limits.max_active);
             // Subscribing registers the event with this instance's meter, as a buyer would.
             let snapshot = state.admission.subscribe(&event).borrow().clone();
             if snapshot.at_ms == 0 {
@@ -162,27 +108,18 @@ impl Sampler {
         }
     }
 
-    async fn database(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
-        let pool = state.store.pool();
-        let dialect = state.store.dialect();
+    async fn database(&mut self, state: &AppState) -> Result<(), Error> {
         // The outbox gauges are set by `backpressure.rs`, which reads the same figure each
         // second (whether or not backpressure acts on it).
-        let lag: i64 = sqlx::query(SWEEPER_LAG.get(dialect))
-            .fetch_one(pool)
-            .await?
-            .try_get(0)?;
+        let lag = state.store.sweeper_lag_ms().await?;
         metrics::gauge!("floodgate_sweeper_lag_seconds").set(lag.max(0) as f64 / 1000.0);
 
         let mut outcomes: HashMap<&'static str, u64> = HashMap::new();
-        for row in sqlx::query(ATTEMPTS_BY_STATE.get(dialect))
-            .fetch_all(pool)
-            .await?
-        {
-            let state: String = row.try_get(0)?;
-            let n: i64 = row.try_get(1)?;
-            metrics::gauge!("floodgate_payment_attempts", "state" => state.clone()).set(n as f64);
-            if let Some(outcome) = outcome(&state) {
-                *outcomes.entry(outcome).or_default() += u64::try_from(n).unwrap_or(0);
+        for count in state.store.attempts_by_state().await? {
+            metrics::gauge!("floodgate_payment_attempts", "state" => count.state.clone())
+                .set(count.n as f64);
+            if let Some(outcome) = outcome(&count.state) {
+                *outcomes.entry(outcome).or_default() += u64::try_from(count.n).unwrap_or(0);
             }
         }
         for outcome in ["succeeded", "declined", "voided", "abandoned"] {
@@ -190,10 +127,7 @@ impl Sampler {
                 .absolute(outcomes.get(outcome).copied().unwrap_or(0));
         }
 
-        let oldest: i64 = sqlx::query(OLDEST_PAYING.get(dialect))
-            .fetch_one(pool)
-            .await?
-            .try_get(0)?;
+        let oldest = state.store.oldest_open_attempt_ms().await?;
         metrics::gauge!("floodgate_paying_oldest_age_seconds").set(oldest.max(0) as f64 / 1000.0);
         self.overdue(state).await;
         self.paying_ages(state).await
@@ -222,30 +156,22 @@ impl Sampler {
     }
 
     /// Records, once each, how long attempts resolved since the last look spent paying.
-    async fn paying_ages(&mut self, state: &AppState) -> Result<(), sqlx::Error> {
-        let pool = state.store.pool();
-        let dialect = state.store.dialect();
+    async fn paying_ages(&mut self, state: &AppState) -> Result<(), Error> {
         let histogram = metrics::histogram!("floodgate_paying_age_seconds");
         let Some(watermark) = self.watermark_ms else {
             // Start from now: history before this process is not replayed.
-            let now: i64 = sqlx::query(NOW_MS.get(dialect))
-                .fetch_one(pool)
-                .await?
-                .try_get(0)?;
-            self.watermark_ms = Some(now);
+            self.watermark_ms = Some(state.store.now_ms().await?);
             return Ok(());
         };
         let mut newest = watermark;
-        for row in sqlx::query(RESOLVED_SINCE.get(dialect))
-            .bind(watermark - OVERLAP_MS)
-            .fetch_all(pool)
+        for attempt in state
+            .store
+            .attempts_resolved_since(watermark - OVERLAP_MS)
             .await?
         {
-            let id: String = row.try_get(0)?;
-            let created: i64 = row.try_get(1)?;
-            let updated: i64 = row.try_get(2)?;
+            let (created, updated) = (attempt.created_at_ms, attempt.updated_at_ms);
             newest = newest.max(updated);
-            if self.recorded.insert(id, updated).is_none() {
+            if self.recorded.insert(attempt.attempt_id, updated).is_none() {
                 histogram.record((updated - created).max(0) as f64 / 1000.0);
             }
         }
@@ -259,10 +185,7 @@ impl Sampler {
 /// an estimate of requests waiting for one (sqlx does not count its waiters): requests in
 /// flight in the database-backed groups beyond the busy connections, once the pool is full.
 async fn pool(state: &AppState) {
-    let pool = state.store.pool();
-    let max = pool.options().get_max_connections();
-    let size = pool.size();
-    let idle = u32::try_from(pool.num_idle()).unwrap_or(u32::MAX);
+    let reservation::PoolFigures { max, size, idle } = state.store.pool_figures();
     let busy = size.saturating_sub(idle);
     metrics::gauge!("floodgate_db_pool_connections", "state" => "busy").set(f64::from(busy));
     metrics::gauge!("floodgate_db_pool_connections", "state" => "idle").set(f64::from(idle));
@@ -277,11 +200,8 @@ async fn pool(state: &AppState) {
         0
     };
     metrics::gauge!("floodgate_db_pool_waiters").set(waiters as f64);
-    let started = Instant::now();
-    if let Ok(Ok(connection)) = tokio::time::timeout(EVERY, pool.acquire()).await {
-        drop(connection);
-    }
-    metrics::gauge!("floodgate_db_pool_acquire_seconds").set(started.elapsed().as_secs_f64());
+    let took = state.store.acquire_probe(EVERY).await;
+    metrics::gauge!("floodgate_db_pool_acquire_seconds").set(took.as_secs_f64());
 }
 
 /// Samples every second until `stop`.

@@ -1,5 +1,8 @@
-//! Hold throughput on PostgreSQL (DATABASE_URL): `Store::hold` against the same SQL sent raw
-//! through sqlx in the same run, plus the absolute floors of issue 2. Prints a table.
+//! Hold throughput on PostgreSQL (DATABASE_URL), all in one run: `Store::hold` against the
+//! one-statement hold sent raw through sqlx (the baseline) and the old multi-statement
+//! sequence; rejections on a held seat; two- and four-seat holds; general-admission holds of
+//! two from a 10,000-seat section; the hold committed synchronously. Prints each figure
+//! against its target.
 //!
 //! `cargo bench -p reservation --all-features`
 
@@ -17,8 +20,12 @@ const TASKS: usize = 64;
 const CONNECTIONS: u32 = 40;
 const SEATS: u32 = 50_000;
 /// Holds per spread phase (`HOLDS_BENCH_SPREAD` overrides, for a loaded machine).
-const SPREAD_HOLDS: usize = 10_000;
+const SPREAD_HOLDS: usize = 8_000;
 const REJECTIONS: usize = 50_000;
+/// Multi-seat and general-admission holds per phase.
+const MULTI_HOLDS: usize = 2_000;
+const GA_SEATS: u32 = 10_000;
+const GA_HOLDS: usize = 4_000;
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -94,7 +101,20 @@ async fn raw_busy(pool: &PgPool, session: &str, seat: &str) -> Vec<String> {
     .expect("raw busy")
 }
 
-/// The statements `Store::hold` sends for one seat, as PostgreSQL text, through a plain PgPool.
+/// The one statement a hold is on PostgreSQL, raw: what `Store::hold` sends, without the store.
+async fn raw_one_statement(pool: &PgPool, session: &str, seat: &str) {
+    let outcome: String = sqlx::query_scalar("select outcome from fg_hold($1, $2, $3, $4)")
+        .bind(session)
+        .bind(format!("[\"{seat}\"]"))
+        .bind(format!("h_{}", uuid::Uuid::now_v7().simple()))
+        .bind(hex::encode(rand::random::<[u8; 32]>()))
+        .fetch_one(pool)
+        .await
+        .expect("raw one-statement hold");
+    assert_eq!(outcome, "held");
+}
+
+/// The statements `Store::hold` used to send for one seat, as PostgreSQL text, through a plain PgPool.
 async fn raw_hold(pool: &PgPool, session: &str, seat: &str) {
     let json = format!("[\"{seat}\"]");
     assert!(raw_busy(pool, session, seat).await.is_empty());
@@ -178,7 +198,41 @@ fn row(name: &str, value: String, bar: &str, ok: Option<bool>) {
         Some(false) => "BELOW",
         None => "",
     };
-    println!("| {name:<44} | {value:>12} | {bar:>14} | {verdict:<5} |");
+    println!("| {name:<46} | {value:>14} | {bar:>18} | {verdict:<5} |");
+}
+
+/// Holds of `per` seats each on disjoint chunks of `seats`, across TASKS tasks.
+async fn multi(store: &Store, sessions: Vec<SessionId>, seats: Vec<usize>, per: usize) -> f64 {
+    let (st, s, o) = (store.clone(), Arc::new(sessions), Arc::new(seats));
+    let n = s.len();
+    drive(n, move |i| {
+        let (st, s, o) = (st.clone(), s.clone(), o.clone());
+        async move {
+            let want: Vec<SeatId> = o[i * per..(i + 1) * per].iter().map(|&n| seat(n)).collect();
+            st.hold(&s[i], &want).await.expect("multi-seat hold");
+        }
+    })
+    .await
+}
+
+async fn raw_pool(url: &str, durable: bool) -> PgPool {
+    PgPoolOptions::new()
+        .test_before_acquire(false)
+        .max_connections(CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(60))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if durable {
+                    sqlx::query("set floodgate.durable_holds = on")
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await
+        .expect("raw pool")
 }
 
 #[tokio::main]
@@ -192,6 +246,7 @@ async fn main() {
     })
     .await;
     let event = seeded_event(&store, SEATS, |_| {}).await;
+    let ga_event = seeded_event(&store, GA_SEATS, |_| {}).await;
     let url = reservation::testing::database_url();
     let db = sqlx::query_scalar::<_, String>("select current_database()::text")
         .fetch_one(store.pool())
@@ -202,41 +257,58 @@ async fn main() {
         .next()
         .and_then(|u| u.rsplit_once('/'))
         .map_or(url.clone(), |(s, _)| s.to_owned());
+    let db_url = format!("{server}/{db}");
     // The store pings only connections that sat idle, not every one it hands out; the
     // baseline does the same, so the ratio compares the statements, not pool settings.
-    let raw = PgPoolOptions::new()
-        .test_before_acquire(false)
-        .max_connections(CONNECTIONS)
-        .acquire_timeout(Duration::from_secs(60))
-        .connect(&format!("{server}/{db}"))
-        .await
-        .expect("raw pool");
+    let raw = raw_pool(&db_url, false).await;
     let order: Vec<usize> = {
         use rand::seq::SliceRandom;
         let mut v: Vec<usize> = (1..=SEATS as usize).collect();
         v.shuffle(&mut rand::rng());
         v
     };
-    eprintln!("seeded {SEATS} seats");
-    let store_sessions = bulk_sessions(&raw, &event, "bs", spread).await;
-    let raw_sessions = bulk_sessions(&raw, &event, "br", spread).await;
+    // Disjoint slices of the shuffled seats, one per phase.
+    let mut cursor = 0;
+    let mut take = |n: usize| {
+        let part = order[cursor..cursor + n].to_vec();
+        cursor += n;
+        part
+    };
+    let store_seats = Arc::new(take(spread));
+    let one_seats = Arc::new(take(spread));
+    let old_seats = Arc::new(take(spread));
+    let durable_seats = Arc::new(take(spread));
+    let two_seats = take(2 * MULTI_HOLDS);
+    let four_seats = take(4 * MULTI_HOLDS);
+    let warm = take(3 * TASKS);
+    let one = seat(take(1)[0]);
+    eprintln!("seeded {SEATS} + {GA_SEATS} seats");
+    let store_sessions = Arc::new(bulk_sessions(&raw, &event, "bs", spread).await);
+    let one_sessions = Arc::new(bulk_sessions(&raw, &event, "bo", spread).await);
+    let old_sessions = Arc::new(bulk_sessions(&raw, &event, "br", spread).await);
+    let durable_sessions = Arc::new(bulk_sessions(&raw, &event, "bd", spread).await);
     // Warm both pools (connections and prepared statements) on seats outside the measured sets.
-    let warm_sessions = bulk_sessions(&raw, &event, "bw", 2 * TASKS).await;
+    let warm_sessions = bulk_sessions(&raw, &event, "bw", 3 * TASKS).await;
     for i in 0..TASKS {
         store
-            .hold(&warm_sessions[i], &[seat(order[2 * spread + i])])
+            .hold(&warm_sessions[i], &[seat(warm[i])])
             .await
             .expect("warm store");
-        raw_hold(
+        raw_one_statement(
             &raw,
             warm_sessions[TASKS + i].as_str(),
-            seat(order[2 * spread + TASKS + i]).as_str(),
+            seat(warm[TASKS + i]).as_str(),
+        )
+        .await;
+        raw_hold(
+            &raw,
+            warm_sessions[2 * TASKS + i].as_str(),
+            seat(warm[2 * TASKS + i]).as_str(),
         )
         .await;
     }
 
-    let (o, s) = (Arc::new(order.clone()), Arc::new(store_sessions));
-    let st = store.clone();
+    let (st, o, s) = (store.clone(), store_seats.clone(), store_sessions.clone());
     let store_rate = drive(spread, move |i| {
         let (st, o, s) = (st.clone(), o.clone(), s.clone());
         async move {
@@ -245,18 +317,27 @@ async fn main() {
     })
     .await;
     eprintln!("store spread: {store_rate:.0} holds/s");
-    let (o, s, pool) = (Arc::new(order.clone()), Arc::new(raw_sessions), raw.clone());
-    let raw_rate = drive(spread, move |i| {
+    let (o, s, pool) = (one_seats.clone(), one_sessions.clone(), raw.clone());
+    let one_rate = drive(spread, move |i| {
         let (o, s, pool) = (o.clone(), s.clone(), pool.clone());
         async move {
-            raw_hold(&pool, s[i].as_str(), seat(o[spread + i]).as_str()).await;
+            raw_one_statement(&pool, s[i].as_str(), seat(o[i]).as_str()).await;
         }
     })
     .await;
-    eprintln!("raw spread: {raw_rate:.0} holds/s");
+    eprintln!("one statement raw: {one_rate:.0} holds/s");
+    let (o, s, pool) = (old_seats.clone(), old_sessions.clone(), raw.clone());
+    let old_rate = drive(spread, move |i| {
+        let (o, s, pool) = (o.clone(), s.clone(), pool.clone());
+        async move {
+            raw_hold(&pool, s[i].as_str(), seat(o[i]).as_str()).await;
+        }
+    })
+    .await;
+    eprintln!("old sequence raw: {old_rate:.0} holds/s");
 
     // Rejections: everyone asks for a seat that is already held.
-    let taken = seat(order[0]);
+    let taken = seat(store_seats[0]);
     let losers = Arc::new(bulk_sessions(&raw, &event, "bl", TASKS).await);
     let st = store.clone();
     let reject_rate = drive(rejections, move |i| {
@@ -268,21 +349,56 @@ async fn main() {
     })
     .await;
     eprintln!("rejections: {reject_rate:.0}/s");
-    let losers = Arc::new(bulk_sessions(&raw, &event, "rl", TASKS).await);
-    let (pool, taken) = (raw.clone(), seat(order[0]));
-    let raw_reject_rate = drive(rejections, move |i| {
-        let (pool, losers, taken) = (pool.clone(), losers.clone(), taken.clone());
+
+    // Multi-seat holds on random seats, and general admission.
+    let two_sessions = bulk_sessions(&raw, &event, "b2", MULTI_HOLDS).await;
+    let two_rate = multi(&store, two_sessions, two_seats, 2).await;
+    eprintln!("2-seat holds: {two_rate:.0}/s");
+    let four_sessions = bulk_sessions(&raw, &event, "b4", MULTI_HOLDS).await;
+    let four_rate = multi(&store, four_sessions, four_seats, 4).await;
+    eprintln!("4-seat holds: {four_rate:.0}/s");
+    let ga_sessions = Arc::new(bulk_sessions(&raw, &ga_event, "bg", GA_HOLDS + TASKS).await);
+    for s in &ga_sessions[GA_HOLDS..] {
+        store.hold_ga(s, "A", 2).await.expect("warm ga");
+    }
+    let false_sold_out = Arc::new(AtomicUsize::new(0));
+    let (st, s, f) = (store.clone(), ga_sessions.clone(), false_sold_out.clone());
+    let ga_rate = drive(GA_HOLDS, move |i| {
+        let (st, s, f) = (st.clone(), s.clone(), f.clone());
         async move {
-            let busy = raw_busy(&pool, losers[i % TASKS].as_str(), taken.as_str()).await;
-            assert_eq!(busy.len(), 1);
+            match st.hold_ga(&s[i], "A", 2).await {
+                Ok(h) => assert_eq!(h.seats.len(), 2),
+                Err(Error::SoldOut) => {
+                    f.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => panic!("ga hold: {e:?}"),
+            }
         }
     })
     .await;
-    eprintln!("raw rejections: {raw_reject_rate:.0}/s");
+    let false_sold_out = false_sold_out.load(Ordering::Relaxed);
+    eprintln!("GA holds of 2: {ga_rate:.0}/s, false sold-outs {false_sold_out}");
+
+    let buyers = bulk_sessions(&raw, &event, "b1k", 1000).await;
+    // The same one statement with every hold's commit waiting for the disk.
+    raw.close().await;
+    let durable = raw_pool(&db_url, true).await;
+    let (o, s, pool) = (
+        durable_seats.clone(),
+        durable_sessions.clone(),
+        durable.clone(),
+    );
+    let durable_rate = drive(spread, move |i| {
+        let (o, s, pool) = (o.clone(), s.clone(), pool.clone());
+        async move {
+            raw_one_statement(&pool, s[i].as_str(), seat(o[i]).as_str()).await;
+        }
+    })
+    .await;
+    eprintln!("one statement, synchronous commit: {durable_rate:.0} holds/s");
+    durable.close().await;
 
     // 1,000 buyers on one fresh seat, arriving within one second: losers' latency.
-    let one = seat(order[2 * spread + 2 * TASKS]);
-    let buyers = bulk_sessions(&raw, &event, "b1k", 1000).await;
     let t0 = Instant::now();
     let tasks: Vec<_> = buyers
         .into_iter()
@@ -310,13 +426,14 @@ async fn main() {
     lat.sort_by(f64::total_cmp);
     let p99 = lat[(lat.len() as f64 * 0.99) as usize - 1];
 
-    let ratio = store_rate / raw_rate;
+    let ratio = store_rate / one_rate;
+    let of_one = |r: f64| r / store_rate;
     println!();
     println!(
-        "| {:<44} | {:>12} | {:>14} | {:<5} |",
+        "| {:<46} | {:>14} | {:>18} | {:<5} |",
         "measure (PostgreSQL, 64 tasks, 40 conns)", "value", "target", ""
     );
-    println!("|{:-<46}|{:-<14}|{:-<16}|{:-<7}|", "", "", "", "");
+    println!("|{:-<48}|{:-<16}|{:-<20}|{:-<7}|", "", "", "", "");
     row(
         "Store::hold, 1 seat, spread over 50k seats",
         format!("{store_rate:.0}/s"),
@@ -324,28 +441,58 @@ async fn main() {
         Some(store_rate >= 4000.0),
     );
     row(
-        "same SQL raw through sqlx (baseline)",
-        format!("{raw_rate:.0}/s"),
+        "one-statement hold raw through sqlx (baseline)",
+        format!("{one_rate:.0}/s"),
         "",
         None,
     );
     row(
-        "ratio Store / raw",
+        "ratio Store / baseline",
         format!("{ratio:.2}×"),
         "≥ 0.80×",
         Some(ratio >= 0.8),
     );
     row(
-        "rejections on an already-held seat",
-        format!("{reject_rate:.0}/s"),
-        "≥ 20000/s",
-        Some(reject_rate >= 20_000.0),
-    );
-    row(
-        "same rejection statement raw (baseline)",
-        format!("{raw_reject_rate:.0}/s"),
+        "old multi-statement sequence raw",
+        format!("{old_rate:.0}/s"),
         "",
         None,
+    );
+    row(
+        "one statement, synchronous commit",
+        format!("{durable_rate:.0}/s"),
+        "",
+        None,
+    );
+    row(
+        "rejections on an already-held seat",
+        format!("{reject_rate:.0}/s"),
+        "≥ 25000/s",
+        Some(reject_rate >= 25_000.0),
+    );
+    row(
+        "2-seat holds, random seats",
+        format!("{two_rate:.0}/s {:.2}×", of_one(two_rate)),
+        "",
+        None,
+    );
+    row(
+        "4-seat holds, random seats",
+        format!("{four_rate:.0}/s {:.2}×", of_one(four_rate)),
+        "≥ 0.70× of 1-seat",
+        Some(of_one(four_rate) >= 0.7),
+    );
+    row(
+        "GA holds of 2 from a 10,000-seat section",
+        format!("{ga_rate:.0}/s {:.2}×", of_one(ga_rate)),
+        "≥ 0.70× of 1-seat",
+        Some(of_one(ga_rate) >= 0.7),
+    );
+    row(
+        "GA false sold-outs",
+        format!("{false_sold_out}"),
+        "= 0",
+        Some(false_sold_out == 0),
     );
     row(
         "1,000 buyers on one seat: winners",

@@ -38,6 +38,14 @@ const TOKENS: &[(&str, &str, &str)] = &[
     ("FOR_UPDATE", "for update", ""),
 ];
 
+impl Dialect {
+    /// A statement written with the tokens above, in this dialect (for tools and tests that
+    /// read the rows directly; the store renders its own statements the same way).
+    pub fn sql(self, text: &'static str) -> &'static str {
+        sql(self, text)
+    }
+}
+
 fn render(dialect: Dialect, text: &str) -> String {
     let mut out = text.to_owned();
     for (token, pg, lite) in TOKENS {

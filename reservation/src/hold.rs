@@ -1,4 +1,6 @@
 //! Taking seats: named seats (`hold`) and general admission (`hold_ga`), all or nothing.
+//! PostgreSQL takes them in one call (`hold_pg`); SQLite, in-process with one writer at a
+//! time, runs the statements below.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -6,6 +8,7 @@ use std::time::Duration;
 use sqlx::Row;
 
 use crate::Error;
+use crate::dialect::Dialect;
 use crate::ids::{self, HoldId, SeatId, SessionId, trusted};
 use crate::journal::Entry;
 use crate::store::{Store, Tx};
@@ -55,6 +58,11 @@ impl Store {
         }
         let sorted: Vec<SeatId> = ids.into_iter().cloned().collect();
         let json = serde_json::to_string(&sorted)?;
+        if self.dialect == Dialect::Postgres {
+            return self
+                .retrying(|| self.hold_pg(session, &sorted, &json))
+                .await;
+        }
         let busy = self.busy_seats(session, &sorted, &json).await?;
         if !busy.is_empty() {
             return Err(Error::SeatUnavailable { seats: busy });
@@ -156,9 +164,16 @@ impl Store {
             return Err(Error::NoSeats);
         }
         for attempt in 0..GA_TRIES {
-            let got = self
-                .retrying(|| self.hold_ga_once(session, section, quantity))
-                .await?;
+            let got = match self.dialect {
+                Dialect::Postgres => {
+                    self.retrying(|| self.hold_ga_pg(session, section, quantity))
+                        .await?
+                }
+                Dialect::Sqlite => {
+                    self.retrying(|| self.hold_ga_once(session, section, quantity))
+                        .await?
+                }
+            };
             if let Some(hold) = got {
                 return Ok(hold);
             }

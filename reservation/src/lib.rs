@@ -10,8 +10,10 @@
 //! - `audit` — the organizer's audit log.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
+//! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0004).
 //! - `hold_life` — `extend`, `release`, `sweep`.
 //! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
+//! - `payment_pg` — begin payment in one round trip on PostgreSQL (migration 0004).
 //! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
 //! - `outbox` — the worker (`run_outbox`): claims rows with a lease, calls the provider with
 //!   no transaction open, records the answer conditionally; capture, void, refund, session ends.
@@ -20,6 +22,7 @@
 //! - `failpoint` — named pause/crash points, compiled in with the `failpoints` feature.
 //! - `journal` — the event log and outbox rows written inside each transaction.
 //! - `reads`, `views` — holds, orders, attempts, seat map, counts, "stuck".
+//! - `ops_figures` — what the gateway samples for `/metrics`.
 //! - `idempotency` — stored answers for repeated POSTs.
 //! - `testing` (feature) — fresh databases for tests.
 
@@ -31,11 +34,14 @@ mod event;
 pub mod failpoint;
 mod hold;
 mod hold_life;
+mod hold_pg;
 mod idempotency;
 mod ids;
 mod journal;
+mod ops_figures;
 pub mod outbox;
 mod payment;
+mod payment_pg;
 pub mod payments;
 mod reads;
 pub mod reconcile;
@@ -54,6 +60,7 @@ pub use event::{Event, NewEvent, NewSeat};
 pub use hold_life::Swept;
 pub use idempotency::Idempotency;
 pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId};
+pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
 pub use reads::{Counts, SeatView};
 pub use session::Session;

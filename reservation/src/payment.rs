@@ -2,6 +2,7 @@
 //! (paying→held) and abandon (paying→available). Provider calls happen elsewhere, after commit.
 
 use crate::Error;
+use crate::dialect::Dialect;
 use crate::failpoint::{self, Point};
 use crate::hold_life::HoldCtx;
 use crate::ids::{self, AttemptId, HoldId, SessionId, trusted};
@@ -32,8 +33,16 @@ impl Store {
         hold: &HoldId,
         payment_method: &str,
     ) -> Result<PaymentAttempt, Error> {
-        self.retrying(|| self.begin_payment_once(session, hold, payment_method))
-            .await
+        match self.dialect {
+            Dialect::Postgres => {
+                self.retrying(|| self.begin_payment_pg(session, hold, payment_method))
+                    .await
+            }
+            Dialect::Sqlite => {
+                self.retrying(|| self.begin_payment_once(session, hold, payment_method))
+                    .await
+            }
+        }
     }
 
     async fn begin_payment_once(

@@ -1,6 +1,7 @@
 //! Admission sessions: one per ticket, recorded when a buyer claims an offer.
 
 use crate::Error;
+use crate::dialect::Dialect;
 use crate::ids::{self, EventId, SessionId, TicketId};
 use crate::store::Store;
 
@@ -21,6 +22,14 @@ pub struct Session {
     /// True only on the `open_session` call that inserted the row.
     #[sqlx(skip)]
     pub created: bool,
+}
+
+/// A claimed session and whether this claim inserted it.
+#[derive(sqlx::FromRow)]
+struct Claimed {
+    #[sqlx(flatten)]
+    session: Session,
+    created: bool,
 }
 
 /// The session columns as the Rust shape reads them, followed by a where clause.
@@ -46,6 +55,9 @@ impl Store {
         queue_place: Option<i64>,
         session_s: i64,
     ) -> Result<Session, Error> {
+        if self.dialect == Dialect::Postgres {
+            return self.claim_pg(event, ticket, queue_place, session_s).await;
+        }
         self.get_event(event).await?;
         let id = ids::generate("s");
         let mut tx = self.begin().await?;
@@ -70,6 +82,56 @@ impl Store {
         tx.commit().await?;
         session.created = inserted.rows_affected() == 1;
         Ok(session)
+    }
+
+    /// `open_session` on PostgreSQL in one statement: insert the session of the ticket, or
+    /// read the one it has. Only when neither returns a row (no such event, or a claim of the
+    /// same ticket committed after this statement began) does it look again.
+    async fn claim_pg(
+        &self,
+        event: &EventId,
+        ticket: &TicketId,
+        queue_place: Option<i64>,
+        session_s: i64,
+    ) -> Result<Session, Error> {
+        // `fetch_all`, never `fetch_one`: sqlx's Any driver answers `fetch_one` at the first
+        // row, before PostgreSQL has committed the statement, and the caller's next step (on
+        // another connection) could miss what this one wrote.
+        let claimed = sqlx::query_as::<_, Claimed>(
+            "with ins as ( \
+               insert into admission_sessions (session_id, event_id, ticket_id, queue_place, expires_at) \
+               select $1, $2, $3, $4, clock_timestamp() + fg_msec($5) \
+               where exists (select 1 from events where event_id = $2) \
+               on conflict (event_id, ticket_id) do nothing \
+               returning session_id, event_id, ticket_id, queue_place, fg_ms(created_at) as created_at_ms, \
+               fg_ms(expires_at) as expires_at_ms, fg_ms(ended_at) as ended_at_ms, end_reason) \
+             select *, true as created from ins \
+             union all \
+             select session_id, event_id, ticket_id, queue_place, fg_ms(created_at), fg_ms(expires_at), \
+             fg_ms(ended_at), end_reason, false from admission_sessions \
+             where event_id = $2 and ticket_id = $3 and not exists (select 1 from ins)",
+        )
+        .bind(ids::generate("s"))
+        .bind(event.as_str())
+        .bind(ticket.as_str())
+        .bind(queue_place)
+        .bind(session_s.saturating_mul(1000))
+        .fetch_all(&self.pool)
+        .await?;
+        if let Some(c) = claimed.into_iter().next() {
+            let mut session = c.session;
+            session.created = c.created;
+            return Ok(session);
+        }
+        self.get_event(event).await?;
+        sqlx::query_as::<_, Session>(
+            self.sql(select_session!("where event_id = $1 and ticket_id = $2")),
+        )
+        .bind(event.as_str())
+        .bind(ticket.as_str())
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::SessionNotFound)
     }
 
     pub async fn get_session(&self, session: &SessionId) -> Result<Session, Error> {

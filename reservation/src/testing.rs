@@ -100,3 +100,51 @@ pub async fn session(store: &Store, event: &EventId) -> SessionId {
         .expect("open test session")
         .session_id
 }
+
+/// Drops a database made by [`fresh_database_url`] (given its URL), closing its connections.
+/// Returns what went wrong instead of panicking: dropping is cleanup.
+pub async fn drop_database(db_url: &str) -> Result<(), String> {
+    let name = db_url
+        .split('?')
+        .next()
+        .and_then(|u| u.rsplit_once('/'))
+        .map(|(_, name)| name.to_owned())
+        .ok_or_else(|| format!("no database name in {db_url}"))?;
+    let url = database_url();
+    let mut admin = sqlx::postgres::PgConnection::connect(&url)
+        .await
+        .map_err(|e| format!("no connection at {url}: {e}"))?;
+    let dropped = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "drop database if exists {name} with (force)"
+    )))
+    .execute(&mut admin)
+    .await;
+    let _ = admin.close().await;
+    dropped
+        .map(drop)
+        .map_err(|e| format!("drop database {name}: {e}"))
+}
+
+/// Rows of `table` (a name from the schema, never user input).
+pub async fn table_count(store: &Store, table: &str) -> i64 {
+    let sql = format!("select count(*) from {table}");
+    sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.clone()))
+        .fetch_one(store.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// `(value, rows)` of `table` grouped by `column` (names from the schema).
+pub async fn group_counts(
+    store: &Store,
+    table: &str,
+    column: &str,
+) -> std::collections::BTreeMap<String, i64> {
+    let sql = format!("select {column}, count(*) from {table} group by {column}");
+    sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql.clone()))
+        .fetch_all(store.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .collect()
+}

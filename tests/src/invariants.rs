@@ -33,10 +33,7 @@ fn seats_of(json: &str) -> anyhow::Result<Vec<String>> {
 }
 
 async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
-    let now = match store.dialect() {
-        Dialect::Postgres => "clock_timestamp()",
-        Dialect::Sqlite => "(cast(unixepoch('subsec') * 1000 as integer))",
-    };
+    let dialect = store.dialect();
     let mut tx = store.pool().begin().await?;
     if store.dialect() == Dialect::Postgres {
         sqlx::query("set transaction isolation level repeatable read")
@@ -44,7 +41,8 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
             .await?;
     }
     let ev = event.as_str();
-    let q = |s: String| sqlx::query(sqlx::AssertSqlSafe(s));
+    // Statements in the store's dialect tokens (`NOW`), rendered by the store's one mechanism.
+    let q = |s: &'static str| sqlx::query(dialect.sql(s));
     let mut snap = Snapshot {
         seats: BTreeMap::new(),
         holds: BTreeMap::new(),
@@ -53,7 +51,7 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
         sales: Vec::new(),
         initiated: BTreeMap::new(),
     };
-    for r in q("select seat_id, state, hold_id, payment_attempt_id, order_id from seats where event_id = $1".into())
+    for r in q("select seat_id, state, hold_id, payment_attempt_id, order_id from seats where event_id = $1")
         .bind(ev)
         .fetch_all(&mut *tx)
         .await?
@@ -63,10 +61,10 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
             (r.try_get("state")?, r.try_get("hold_id")?, r.try_get("payment_attempt_id")?, r.try_get("order_id")?),
         );
     }
-    for r in q(format!(
-        "select hold_id, state, seats, case when expires_at <= {now} then 1 else 0 end as expired \
-         from holds where event_id = $1"
-    ))
+    for r in q(
+        "select hold_id, state, seats, case when expires_at <= NOW then 1 else 0 end as expired \
+         from holds where event_id = $1",
+    )
     .bind(ev)
     .fetch_all(&mut *tx)
     .await?
@@ -81,20 +79,24 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
             ),
         );
     }
-    for r in q(format!(
-        "select attempt_id, hold_id, state, case when abandon_at <= {now} then 1 else 0 end as past \
-         from payment_attempts where event_id = $1"
-    ))
+    for r in q(
+        "select attempt_id, hold_id, state, case when abandon_at <= NOW then 1 else 0 end as past \
+         from payment_attempts where event_id = $1",
+    )
     .bind(ev)
     .fetch_all(&mut *tx)
     .await?
     {
         snap.attempts.insert(
             r.try_get("attempt_id")?,
-            (r.try_get("hold_id")?, r.try_get("state")?, r.try_get::<i64, _>("past")? == 1),
+            (
+                r.try_get("hold_id")?,
+                r.try_get("state")?,
+                r.try_get::<i64, _>("past")? == 1,
+            ),
         );
     }
-    for r in q("select order_id, hold_id, attempt_id, seats from orders where event_id = $1".into())
+    for r in q("select order_id, hold_id, attempt_id, seats from orders where event_id = $1")
         .bind(ev)
         .fetch_all(&mut *tx)
         .await?
@@ -109,7 +111,7 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
             ),
         );
     }
-    for r in q("select seat_id, order_id from sales where event_id = $1".into())
+    for r in q("select seat_id, order_id from sales where event_id = $1")
         .bind(ev)
         .fetch_all(&mut *tx)
         .await?
@@ -118,8 +120,7 @@ async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
             .push((r.try_get("seat_id")?, r.try_get("order_id")?));
     }
     for r in q("select attempt_id, hold_id, seats from reservation_events \
-         where event_id = $1 and kind = 'PaymentInitiated'"
-        .into())
+         where event_id = $1 and kind = 'PaymentInitiated'")
     .bind(ev)
     .fetch_all(&mut *tx)
     .await?

@@ -19,7 +19,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -27,7 +26,6 @@ pub const ORGANIZER_KEY: &str = "bench-organizer-key";
 /// One signing secret for every gateway of a run, so a token from one is good at the others.
 pub const TOKEN_SECRET: &str = "bench-token-secret-0123456789abcdef";
 pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
-const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// A directory for this run's logs and SQLite files, kept after the run for inspection.
 pub fn run_dir() -> PathBuf {
@@ -220,54 +218,18 @@ impl Organizer {
 /// A fresh PostgreSQL database for one run; dropped (forcibly) by `drop_now`.
 pub struct FreshPostgres {
     pub url: String,
-    name: String,
-    admin_url: String,
 }
 
 impl FreshPostgres {
     pub async fn create() -> Self {
-        let admin_url = std::env::var("DATABASE_URL")
-            .ok()
-            .filter(|u| u.starts_with("postgres"))
-            .unwrap_or_else(|| POSTGRES_URL.to_owned());
-        let name = format!(
-            "bench_{}_{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        );
-        let mut admin = sqlx::postgres::PgConnection::connect(&admin_url)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL does not answer at {admin_url}: {e}"));
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
-            .execute(&mut admin)
-            .await
-            .unwrap_or_else(|e| panic!("create database {name}: {e}"));
-        let _ = admin.close().await;
-        let server = admin_url
-            .split('?')
-            .next()
-            .and_then(|base| base.rsplit_once('/'))
-            .map_or(admin_url.as_str(), |(server, _)| server);
-        Self {
-            url: format!("{server}/{name}"),
-            name,
-            admin_url,
-        }
+        let url = reservation::testing::fresh_database_url("bench_").await;
+        Self { url }
     }
 
     pub async fn drop_now(self) {
-        let Ok(mut admin) = sqlx::postgres::PgConnection::connect(&self.admin_url).await else {
-            eprintln!("could not drop database {}: no connection", self.name);
-            return;
-        };
-        let sql = format!("drop database if exists {} with (force)", self.name);
-        if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&mut admin)
-            .await
-        {
-            eprintln!("could not drop database {}: {e}", self.name);
+        if let Err(e) = reservation::testing::drop_database(&self.url).await {
+            eprintln!("could not drop a bench database: {e}");
         }
-        let _ = admin.close().await;
     }
 }
 

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use reservation::Store;
-use sqlx::Row;
 
 /// Row counts of every table a buyer request can write, plus seats and holds by state.
 /// Each test has its own database, so whole-table counts are this test's rows.
@@ -26,7 +25,7 @@ impl Rows {
     pub async fn of(store: &Store) -> Self {
         let mut counts = BTreeMap::new();
         for table in TABLES {
-            let n = count(store, &format!("select count(*) as n from {table}")).await;
+            let n = reservation::testing::table_count(store, table).await;
             counts.insert((*table).to_owned(), n);
         }
         for (table, column) in [
@@ -46,30 +45,7 @@ impl Rows {
     }
 }
 
-async fn count(store: &Store, sql: &str) -> i64 {
-    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(store.pool())
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .try_get::<i64, _>("n")
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
 /// `(state, rows)` of `table` grouped by `column`.
 pub async fn group(store: &Store, table: &str, column: &str) -> BTreeMap<String, i64> {
-    let sql = format!("select {column} as k, count(*) as n from {table} group by {column}");
-    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-        .fetch_all(store.pool())
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .map(|r| {
-            (
-                r.try_get::<String, _>("k")
-                    .unwrap_or_else(|e| panic!("{sql}: {e}")),
-                r.try_get::<i64, _>("n")
-                    .unwrap_or_else(|e| panic!("{sql}: {e}")),
-            )
-        })
-        .collect()
+    reservation::testing::group_counts(store, table, column).await
 }
