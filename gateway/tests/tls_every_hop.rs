@@ -113,14 +113,8 @@ async fn a_sale_completes_with_every_hop_encrypted() {
     )
     .await
     .expect("connect with verify-full and the right CA");
-    let (encrypted, clear): (i64, i64) = sqlx::query_as(
-        "select count(*) filter (where s.ssl), count(*) filter (where not s.ssl) \
-         from pg_stat_ssl s join pg_stat_activity a using (pid) \
-         where a.backend_type = 'client backend' and a.datname = 'postgres'",
-    )
-    .fetch_one(check.pool())
-    .await
-    .unwrap();
+    let (encrypted, clear) =
+        reservation::testing::postgres_connection_encryption(&check, "postgres").await;
     assert!(
         encrypted >= 2,
         "the gateway's pool and ours, encrypted: {encrypted}"

@@ -148,3 +148,17 @@ pub async fn group_counts(
         .into_iter()
         .collect()
 }
+
+/// `(encrypted, in clear)` client connections to the PostgreSQL database named `database`, as
+/// the server itself sees them (`pg_stat_ssl`).
+pub async fn postgres_connection_encryption(store: &Store, database: &str) -> (i64, i64) {
+    sqlx::query_as::<_, (i64, i64)>(
+        "select count(*) filter (where s.ssl), count(*) filter (where not s.ssl) \
+         from pg_stat_ssl s join pg_stat_activity a using (pid) \
+         where a.backend_type = 'client backend' and a.datname = $1",
+    )
+    .bind(database)
+    .fetch_one(store.pool())
+    .await
+    .unwrap_or_else(|e| panic!("pg_stat_ssl: {e}"))
+}
