@@ -12,6 +12,14 @@ import { renderCards, describeError } from './cards.js';
 
 const SEAT_REFRESH_MS = 5000;
 
+/** This page without what a bank's return added, for the provider to send the buyer back to. */
+function returnUrl() {
+  const url = new URL(location.href);
+  url.hash = '';
+  for (const name of ['payment_intent', 'payment_intent_client_secret', 'redirect_status']) url.searchParams.delete(name);
+  return url.toString();
+}
+
 export class Shop {
   constructor({ event, info, store, onSessionEnd }) {
     this.event = event;
@@ -35,6 +43,8 @@ export class Shop {
     $('release').addEventListener('click', () => this.release());
     $('back-to-seats').addEventListener('click', () => this.enter());
     renderCards();
+    // Back from the bank's page: its query tells nothing the hold does not; keep the address clean.
+    if (new URLSearchParams(location.search).has('redirect_status')) history.replaceState(null, '', returnUrl());
   }
 
   get token() {
@@ -159,7 +169,10 @@ export class Shop {
 
   /** Routes a hold read to its view. */
   route(hold) {
-    if (hold.state === 'held') this.showHold(hold);
+    // Back from the bank's page (or a reload) after a payment that did not go through.
+    const unsettled = this.store.get('payKey')?.settled === false;
+    if (hold.state === 'held' && hold.last_payment_error && unsettled) this.declined(hold);
+    else if (hold.state === 'held') this.showHold(hold);
     else if (hold.state === 'paying') this.waitForPayment(hold.hold_id);
     else if (hold.state === 'confirmed') this.confirmed(hold);
     else this.ended(hold.state);
@@ -228,7 +241,7 @@ export class Shop {
     say('');
     try {
       await requestPatiently('POST', `/api/holds/${encodeURIComponent(holdId)}/checkout`, {
-        token: this.token, idempotencyKey: key, body: { payment_method: card },
+        token: this.token, idempotencyKey: key, body: { payment_method: card, return_url: returnUrl() },
       }, (err, s) => say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'));
       this.waitForPayment(holdId);
     } catch (err) {
@@ -246,6 +259,7 @@ export class Shop {
     this.stopTimer();
     show('paying');
     $('paying-slow').hidden = true;
+    $('paying-action').hidden = true;
     const started = performance.now();
     const token = this.token;
     const receipt = this.store.get('hold')?.receipt_key;
@@ -258,7 +272,11 @@ export class Shop {
       } catch {
         continue; // A lost poll is retried; the payment goes on without us.
       }
-      if (hold.state === 'paying') continue;
+      if (hold.state === 'paying') {
+        if (this.followAction(hold)) return;
+        continue;
+      }
+      $('paying-action').hidden = true;
       if (hold.state === 'held') {
         this.declined(hold);
         return;
@@ -268,13 +286,34 @@ export class Shop {
     }
   }
 
+  /**
+   * The card asks the buyer to authenticate (3-D Secure): go to the bank's page once; it
+   * sends the buyer back here, where polling shows the outcome. Back again and still asked
+   * (the page was left unfinished), a link offers the bank's page again.
+   */
+  followAction(hold) {
+    const url = hold.next_action?.redirect_to_url?.url;
+    if (!url) return false;
+    $('paying-action-link').href = url;
+    if (this.store.get('followedAction') === url) {
+      $('paying-action').hidden = false;
+      return false;
+    }
+    this.store.set('followedAction', url);
+    setText('paying-text', 'Taking you to your bank to confirm the payment…');
+    location.assign(url);
+    return true;
+  }
+
   declined(hold) {
     const previous = this.store.get('payKey');
     if (previous) this.store.set('payKey', { ...previous, settled: true });
     this.showHold({ ...this.hold, ...hold });
     $('to-payment').hidden = true;
     $('payment-form').hidden = false;
-    const reason = describeError(hold.last_payment_error);
+    const reason = hold.last_payment_error === 'payment_intent_authentication_failure'
+      ? "your bank's check was not completed"
+      : describeError(hold.last_payment_error);
     say(`Your card was declined${reason ? ` (${reason})` : ''}. No money was taken. The seats are still yours — try another card.`, 'warn');
   }
 

@@ -62,5 +62,6 @@ export const TEST_CARDS = [
   { id: 'pm_card_declined', label: 'Declined card', note: 'the bank says no' },
   { id: 'pm_card_slow', label: 'Slow bank', note: 'answers after a delay' },
   { id: 'pm_card_lost', label: 'Lost answer', note: 'approves, but the answer goes missing; we find out later' },
+  { id: 'pm_card_authenticationRequired', label: '3-D Secure card', note: 'your bank asks you to confirm the payment on its own page' },
   { id: 'pm_card_error', label: 'Provider error', note: 'the provider fails (5xx)' },
 ];

@@ -32,6 +32,6 @@ export class EventStore {
     ['queue', 'joinKey', 'maxPosition'].forEach((n) => this.remove(n));
   }
   forgetSession() {
-    ['session', 'holdKey', 'payKey'].forEach((n) => this.remove(n));
+    ['session', 'holdKey', 'payKey', 'followedAction'].forEach((n) => this.remove(n));
   }
 }

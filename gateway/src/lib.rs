@@ -126,6 +126,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::admin::router())
         .merge(routes::ops::router())
         .merge(routes::webhook::router())
+        .merge(routes::payment_challenge::router())
         // The request span, metrics and load shedding in one layer (shedding inside the span,
         // so shed and timed-out requests are logged and counted per route).
         .route_layer(axum::middleware::from_fn_with_state(

@@ -200,7 +200,7 @@ pub fn document() -> Value {
             Auth::AdmissionOrReceipt => json!([{"admissionToken": []}, {"receiptKey": []}]),
             Auth::Organizer => json!([{"organizerKey": []}]),
         };
-        let operation = json!({
+        let mut operation = json!({
             "summary": summary,
             "parameters": params,
             "security": security,
@@ -209,6 +209,14 @@ pub fn document() -> Value {
                 "4XX": {"description": "problem+json", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
             },
         });
+        if let Some((body, answer)) = shapes(method, path) {
+            if let Some(body) = body {
+                operation["requestBody"] = body;
+            }
+            if let Some(answer) = answer {
+                operation["responses"][status.to_string()] = answer;
+            }
+        }
         let entry = paths.entry((*path).to_owned()).or_insert_with(|| json!({}));
         if let Value::Object(ops) = entry {
             ops.insert((*method).to_owned(), operation);
@@ -230,9 +238,62 @@ pub fn document() -> Value {
                 "Problem": {"type": "object", "required": ["type", "title", "status", "code"],
                     "properties": {"type": {"type": "string"}, "title": {"type": "string"},
                         "status": {"type": "integer"}, "detail": {"type": "string"}, "code": {"type": "string"}}},
+                "Checkout": checkout_schema(),
+                "Hold": hold_schema(),
             },
         },
     })
+}
+
+/// Request and answer shapes documented beyond the route table: `(requestBody, success)`.
+fn shapes(method: &str, path: &str) -> Option<(Option<Value>, Option<Value>)> {
+    let json_of = |schema: &str| json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
+    match (method, path) {
+        ("post", "/api/holds/{hold}/checkout") => {
+            let mut body = json_of("Checkout");
+            body["required"] = json!(true);
+            Some((Some(body), None))
+        }
+        ("get", "/api/holds/{hold}") => {
+            let mut answer = json_of("Hold");
+            answer["description"] = json!("the hold");
+            Some((None, Some(answer)))
+        }
+        _ => None,
+    }
+}
+
+fn checkout_schema() -> Value {
+    json!({"type": "object", "required": ["payment_method"], "additionalProperties": false,
+    "properties": {
+        "payment_method": {"type": "string", "minLength": 1, "maxLength": 64,
+            "examples": ["pm_card_visa", "pm_card_authenticationRequired"]},
+        "return_url": {"type": "string", "format": "uri", "maxLength": 2048,
+            "description": "Absolute http(s) URL of the buyer's page: where the provider sends the buyer back after a 3-D Secure check (see the hold's `next_action`)."},
+    }})
+}
+
+fn hold_schema() -> Value {
+    json!({"type": "object", "required": ["hold_id", "state", "seats", "expires_at", "expires_in_s"],
+    "properties": {
+        "hold_id": {"type": "string"},
+        "event": {"type": "string"},
+        "state": {"type": "string", "enum": ["held", "paying", "confirmed", "released", "expired", "abandoned"]},
+        "seats": {"type": "array", "items": {"type": "string"}},
+        "expires_at": {"type": "string", "format": "date-time"},
+        "expires_in_s": {"type": "integer"},
+        "total_cents": {"type": "integer"},
+        "order_id": {"type": "string"},
+        "last_payment_error": {"type": "string"},
+        "next_action": {
+            "description": "While `paying`: the card asks the buyer to authenticate (3-D Secure). Send the buyer's browser to `redirect_to_url.url`; the provider sends them back to the checkout's `return_url`, and the hold then turns `confirmed`, or `held` again with `last_payment_error` if authentication failed.",
+            "type": "object", "required": ["type", "redirect_to_url"],
+            "properties": {
+                "type": {"const": "redirect_to_url"},
+                "redirect_to_url": {"type": "object", "required": ["url"],
+                    "properties": {"url": {"type": "string"}}},
+            }},
+    }})
 }
 
 #[cfg(test)]

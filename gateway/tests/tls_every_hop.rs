@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use floodgate_tests::tls::{HttpsServer, Pki, serve_https};
+use floodgate_tests::tls_cluster::TlsRedisCluster;
 use floodgate_tests::tls_servers::{TlsPostgres, TlsRedis};
 use gateway::config::{Config, Secret};
 use reservation::payments::simulator::{Knobs, Simulator, SimulatorConfig};
@@ -209,4 +210,28 @@ async fn the_gateway_refuses_a_redis_certificate_from_the_wrong_ca() {
         started.expect_err("Redis with an untrusted certificate")
     );
     assert!(error.to_lowercase().contains("certificate"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_completes_on_a_redis_cluster_that_speaks_only_tls() {
+    let pki = Pki::new();
+    let postgres = TlsPostgres::start(&pki);
+    let cluster = TlsRedisCluster::start(&pki);
+    let (_simulator, provider) = https_simulator(&pki).await;
+
+    let mut config = config(format!("{}?sslmode=verify-full", postgres.base_url));
+    config.redis_url = Some(cluster.url.clone());
+    config.payment_url = Some(provider.base_url.clone());
+    config.tls_ca_file = Some(pki.ca_file.clone());
+    let app = start_gateway(config, &pki).await;
+
+    let event = app
+        .create_event(2, json!({"rate_per_min": 600, "max_active": 10}))
+        .await;
+    let buyer = app.admit(&event).await;
+    let held = Held::from(&app.hold(&buyer, &[seat(1)]).await.expect(201));
+    app.checkout(&buyer, &held.hold_id, "pm_card_visa", "tls-cluster-pay-1")
+        .await
+        .expect(202);
+    app.wait_confirmed(&buyer, &held.hold_id).await;
 }

@@ -33,13 +33,26 @@ impl Store {
         hold: &HoldId,
         payment_method: &str,
     ) -> Result<PaymentAttempt, Error> {
+        self.begin_payment_returning(session, hold, payment_method, None)
+            .await
+    }
+
+    /// `begin_payment` with the page the provider sends the buyer back to when the card asks
+    /// for authentication (3-D Secure).
+    pub async fn begin_payment_returning(
+        &self,
+        session: &SessionId,
+        hold: &HoldId,
+        payment_method: &str,
+        return_url: Option<&str>,
+    ) -> Result<PaymentAttempt, Error> {
         match self.dialect {
             Dialect::Postgres => {
-                self.retrying(|| self.begin_payment_pg(session, hold, payment_method))
+                self.retrying(|| self.begin_payment_pg(session, hold, payment_method, return_url))
                     .await
             }
             Dialect::Sqlite => {
-                self.retrying(|| self.begin_payment_once(session, hold, payment_method))
+                self.retrying(|| self.begin_payment_once(session, hold, payment_method, return_url))
                     .await
             }
         }
@@ -50,6 +63,7 @@ impl Store {
         session: &SessionId,
         hold: &HoldId,
         payment_method: &str,
+        return_url: Option<&str>,
     ) -> Result<PaymentAttempt, Error> {
         let mut tx = self.begin().await?;
         let h = self.owned_held(&mut tx, session, hold).await?;
@@ -74,7 +88,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let attempt = self
-            .insert_attempt(&mut tx, &h, &attempt_id, payment_method)
+            .insert_attempt(&mut tx, &h, &attempt_id, payment_method, return_url)
             .await?;
         tx.commit().await?;
         failpoint::hit(Point::AfterPayingCommitted, &h.event_id).await?;
@@ -87,13 +101,14 @@ impl Store {
         h: &HoldCtx,
         attempt_id: &str,
         payment_method: &str,
+        return_url: Option<&str>,
     ) -> Result<PaymentAttempt, Error> {
         let resolve_by_ms = h.now_ms + h.resolve_s * 1000;
         let abandon_at_ms = h.now_ms + h.abandon_s * 1000;
         sqlx::query(self.sql(
             "insert into payment_attempts (attempt_id, hold_id, event_id, amount_cents, currency, \
-             payment_method, state, created_at, resolve_by, abandon_at) \
-             values ($1, $2, $3, $4, $5, $6, 'pending', TS($7), TS($8), TS($9))",
+             payment_method, state, created_at, resolve_by, abandon_at, return_url) \
+             values ($1, $2, $3, $4, $5, $6, 'pending', TS($7), TS($8), TS($9), $10)",
         ))
         .bind(attempt_id)
         .bind(&h.hold_id)
@@ -104,6 +119,7 @@ impl Store {
         .bind(h.now_ms)
         .bind(resolve_by_ms)
         .bind(abandon_at_ms)
+        .bind(return_url)
         .execute(&mut **tx)
         .await?;
         self.log(

@@ -30,19 +30,22 @@ impl Store {
         session: &SessionId,
         hold: &HoldId,
         payment_method: &str,
+        return_url: Option<&str>,
     ) -> Result<PaymentAttempt, Error> {
         let attempt_id = ids::generate("pa");
         // `fetch_all`, never `fetch_one`: sqlx's Any driver answers `fetch_one` at the first
         // row, before PostgreSQL has committed the statement, and the caller's next step (on
         // another connection) could miss what this one wrote.
-        let answer = sqlx::query_as::<_, Answer>("select * from fg_begin_payment($1, $2, $3, $4)")
-            .bind(session.as_str())
-            .bind(hold.as_str())
-            .bind(&attempt_id)
-            .bind(payment_method)
-            .fetch_all(&self.pool)
-            .await
-            .and_then(crate::hold_pg::first);
+        let answer =
+            sqlx::query_as::<_, Answer>("select * from fg_begin_payment($1, $2, $3, $4, $5)")
+                .bind(session.as_str())
+                .bind(hold.as_str())
+                .bind(&attempt_id)
+                .bind(payment_method)
+                .bind(return_url)
+                .fetch_all(&self.pool)
+                .await
+                .and_then(crate::hold_pg::first);
         let a = match answer {
             Ok(a) => a,
             // The seats stopped being ours and unexpired under their row locks.

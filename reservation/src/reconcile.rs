@@ -162,7 +162,7 @@ async fn one(
             match store.converge(&d.attempt, &d.event_id, &answer).await? {
                 Converged::Confirmed | Converged::Compensating => Did::Confirmed,
                 Converged::Declined => Did::Declined,
-                Converged::Pending => Did::Unanswered,
+                Converged::Pending | Converged::AwaitingBuyer => Did::Unanswered,
             },
         );
     }
@@ -174,7 +174,11 @@ async fn one(
             return Ok(Did::Unanswered);
         }
         Outcome::Processing { .. } => return Ok(Did::Unanswered),
-        Outcome::Authorized { payment_id } => ("void", Some(payment_id.as_str()), 0),
+        // The buyer never finished authenticating: cancel the payment so a late completion
+        // cannot authorize money for seats already freed.
+        Outcome::Authorized { payment_id } | Outcome::ActionRequired { payment_id, .. } => {
+            ("void", Some(payment_id.as_str()), 0)
+        }
         Outcome::Captured { payment_id } => ("refund", Some(payment_id.as_str()), 0),
         Outcome::Declined { .. }
         | Outcome::Canceled { .. }

@@ -11,17 +11,15 @@ fn seat(id: &str) -> Vec<SeatId> {
 }
 
 /// `synchronous_commit` as the transaction that ran `call` would commit with.
-async fn commit_setting(store: &Store, call: &str, args: [&str; 4]) -> String {
+async fn commit_setting(store: &Store, call: &str, args: &[&str]) -> String {
     let mut tx = store.pool().begin().await.expect("begin");
-    let sql = format!("select outcome from {call}($1, $2, $3, $4)");
-    let outcome: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(args[0])
-        .bind(args[1])
-        .bind(args[2])
-        .bind(args[3])
-        .fetch_one(&mut *tx)
-        .await
-        .expect("call");
+    let placeholders: Vec<String> = (1..=args.len()).map(|n| format!("${n}")).collect();
+    let sql = format!("select outcome from {call}({})", placeholders.join(", "));
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
+    for arg in args {
+        query = query.bind(*arg);
+    }
+    let outcome: String = query.fetch_one(&mut *tx).await.expect("call");
     assert!(
         outcome == "held" || outcome == "paying",
         "{call}: {outcome}"
@@ -43,7 +41,7 @@ async fn a_hold_commits_without_waiting_and_begin_payment_waits() {
         commit_setting(
             &store,
             "fg_hold",
-            [s.as_str(), r#"["S00001"]"#, "h_probe", "r"]
+            &[s.as_str(), r#"["S00001"]"#, "h_probe", "r"]
         )
         .await,
         "off"
@@ -53,11 +51,12 @@ async fn a_hold_commits_without_waiting_and_begin_payment_waits() {
         commit_setting(
             &store,
             "fg_begin_payment",
-            [
+            &[
                 s.as_str(),
                 hold.hold_id.as_str(),
                 "pa_probe",
-                "pm_card_visa"
+                "pm_card_visa",
+                "https://shop.example/back"
             ]
         )
         .await,

@@ -7,6 +7,7 @@
 //! - `saga.rs`: the payments-saga rig (fresh database, HTTP simulator, worker, reconciler).
 //! - `tls.rs`: a CA and server certificate made at test time; any router served over HTTPS.
 //! - `tls_servers.rs`: throwaway PostgreSQL (`ssl=on`, `hostssl` only) and TLS-only Redis.
+//! - `tls_cluster.rs`: a throwaway three-master Redis Cluster speaking only TLS.
 //! - `soak/`: the soak tool's library (see its module docs); `bin/soak.rs` its binary.
 //! - `bin/simulator.rs`: the same server as a standalone process.
 
@@ -16,4 +17,5 @@ pub mod sim_control;
 pub mod simulator;
 pub mod soak;
 pub mod tls;
+pub mod tls_cluster;
 pub mod tls_servers;

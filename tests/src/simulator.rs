@@ -1,5 +1,7 @@
-//! The payment simulator served over HTTP: Stripe's paths for the provider subset of API.md,
-//! and `/_sim/*` control routes (knobs, pause, ledger) for tests and the soak tool.
+//! The payment simulator served over HTTP: Stripe's paths for the provider subset of API.md
+//! (with Stripe's `Request-Id`, `Stripe-Version` and `Idempotent-Replayed` headers), the 3-D
+//! Secure challenge page (`/_sim/authenticate/{payment}`), and `/_sim/*` control routes
+//! (knobs, pause, ledger) for tests and the soak tool.
 //!
 //! The behaviour is `reservation::payments::simulator`; this file only translates HTTP.
 
@@ -7,15 +9,16 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use reservation::payments::simulator::{
-    Knobs, KnobsPatch, Ledger, SimReply, SimRequest, Simulator, SimulatorConfig,
+    AuthAnswer, Choice, Knobs, KnobsPatch, Ledger, SimReply, SimRequest, Simulator, SimulatorConfig,
 };
-use reservation::payments::{Provider, StripeClient};
+use reservation::payments::{Provider, STRIPE_VERSION, StripeClient};
 use serde::Deserialize;
 
 /// How to start a simulator server.
@@ -73,6 +76,8 @@ pub async fn spawn(config: SimServerConfig) -> std::io::Result<SimulatorHandle> 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let simulator = Simulator::new(config.simulator);
+    let base_url = format!("http://{addr}");
+    simulator.set_public_url(&base_url);
     let app = router(simulator.clone(), config.api_key);
     let task = tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
@@ -80,7 +85,7 @@ pub async fn spawn(config: SimServerConfig) -> std::io::Result<SimulatorHandle> 
         }
     });
     Ok(SimulatorHandle {
-        base_url: format!("http://{addr}"),
+        base_url,
         simulator,
         task,
     })
@@ -94,6 +99,8 @@ pub fn router(sim: Simulator, api_key: Option<String>) -> Router {
         .route("/v1/payment_intents/{id}/capture", post(capture))
         .route("/v1/payment_intents/{id}/cancel", post(cancel))
         .route("/v1/refunds", post(create_refund))
+        .route("/_sim/authenticate/{id}", get(challenge_page))
+        .route("/_sim/authenticate/{id}/{choice}", post(challenge_choice))
         .route("/_sim/knobs", get(get_knobs).post(set_knobs))
         .route("/_sim/pause", post(pause))
         .route("/_sim/resume", post(resume))
@@ -102,6 +109,11 @@ pub fn router(sim: Simulator, api_key: Option<String>) -> Router {
 }
 
 type FormPairs = Form<Vec<(String, String)>>;
+
+/// Capture and cancel take optional parameters: a bodiless POST is an empty form.
+fn optional_form(form: Result<FormPairs, FormRejection>) -> Vec<(String, String)> {
+    form.map(|Form(pairs)| pairs).unwrap_or_default()
+}
 
 fn idempotency_key(headers: &HeaderMap) -> Option<String> {
     headers
@@ -122,17 +134,46 @@ async fn serve(state: &AppState, headers: &HeaderMap, req: SimRequest) -> Respon
             return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
         }
     }
-    match state.sim.handle(req).await {
-        SimReply::Answer { status, body } => (
-            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            Json(body),
-        )
-            .into_response(),
+    // One API version is simulated: a client pinned to another would read other shapes.
+    if let Some(asked) = headers.get("stripe-version")
+        && asked.as_bytes() != STRIPE_VERSION.as_bytes()
+    {
+        let body = serde_json::json!({"error": {"type": "invalid_request_error",
+            "code": "api_version_unsupported", "param": "Stripe-Version",
+            "message": format!("The simulator speaks Stripe API version {STRIPE_VERSION} only.")}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
+    let version = HeaderValue::from_static(STRIPE_VERSION);
+    let mut response = match state.sim.handle(req).await {
+        SimReply::Answer {
+            status,
+            body,
+            replayed,
+        } => {
+            let mut response = (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                Json(body),
+            )
+                .into_response();
+            if replayed {
+                response
+                    .headers_mut()
+                    .insert("idempotent-replayed", HeaderValue::from_static("true"));
+            }
+            response
+        }
         // The request took effect, but the caller gets a connection cut mid-answer.
         SimReply::Lost => Response::new(Body::from_stream(futures::stream::once(async {
             Err::<Bytes, _>(std::io::Error::other("answer lost"))
         }))),
+    };
+    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
+    let headers = response.headers_mut();
+    headers.insert("stripe-version", version);
+    if let Ok(id) = HeaderValue::from_str(&request_id) {
+        headers.insert("request-id", id);
     }
+    response
 }
 
 async fn create_intent(State(s): State<AppState>, h: HeaderMap, Form(form): FormPairs) -> Response {
@@ -165,7 +206,12 @@ async fn retrieve(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String
     serve(&s, &h, SimRequest::RetrieveIntent { id }).await
 }
 
-async fn capture(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn capture(
+    State(s): State<AppState>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    form: Result<FormPairs, FormRejection>,
+) -> Response {
     let key = idempotency_key(&h);
     serve(
         &s,
@@ -173,12 +219,18 @@ async fn capture(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>
         SimRequest::CaptureIntent {
             id,
             idempotency_key: key,
+            form: optional_form(form),
         },
     )
     .await
 }
 
-async fn cancel(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn cancel(
+    State(s): State<AppState>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    form: Result<FormPairs, FormRejection>,
+) -> Response {
     let key = idempotency_key(&h);
     serve(
         &s,
@@ -186,9 +238,32 @@ async fn cancel(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>)
         SimRequest::CancelIntent {
             id,
             idempotency_key: key,
+            form: optional_form(form),
         },
     )
     .await
+}
+
+/// The bank's challenge page a `requires_action` payment sends the buyer to.
+async fn challenge_page(State(s): State<AppState>, Path(id): Path<String>) -> Response {
+    match s.sim.authentication_page(&id) {
+        Some(page) => Html(page).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such payment").into_response(),
+    }
+}
+
+async fn challenge_choice(
+    State(s): State<AppState>,
+    Path((id, choice)): Path<(String, String)>,
+) -> Response {
+    let Some(choice) = Choice::parse(&choice) else {
+        return (StatusCode::NOT_FOUND, "no such choice").into_response();
+    };
+    match s.sim.authenticate(&id, choice) {
+        AuthAnswer::Return(url) => Redirect::to(&url).into_response(),
+        AuthAnswer::Finished => Html(Simulator::finished_page()).into_response(),
+        AuthAnswer::Unknown => (StatusCode::NOT_FOUND, "no such payment").into_response(),
+    }
 }
 
 async fn create_refund(State(s): State<AppState>, h: HeaderMap, Form(form): FormPairs) -> Response {

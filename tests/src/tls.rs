@@ -40,7 +40,12 @@ impl Pki {
             .expect("server certificate names");
         leaf.distinguished_name
             .push(DnType::CommonName, "floodgate test server");
-        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // Client use too: Redis Cluster nodes present their own certificate to each other on
+        // the cluster bus, which always asks for one.
+        leaf.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         let leaf_key = KeyPair::generate().expect("server key");
         let leaf_cert = leaf
             .signed_by(&leaf_key, &issuer)

@@ -41,6 +41,7 @@ async fn the_binary_serves_payments_and_its_ledger() {
             amount_cents: 500,
             currency: "eur".into(),
             payment_method: "pm_card_visa".into(),
+            return_url: None,
         })
         .await;
     assert!(matches!(out, Outcome::Authorized { .. }), "{out:?}");

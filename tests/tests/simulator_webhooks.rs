@@ -101,6 +101,7 @@ fn visa(attempt: &str) -> AuthorizeRequest {
         amount_cents: 1_000,
         currency: "eur".into(),
         payment_method: "pm_card_visa".into(),
+        return_url: None,
     }
 }
 
@@ -167,6 +168,7 @@ async fn each_money_movement_sends_its_event() {
     let declined = p
         .authorize(&AuthorizeRequest {
             payment_method: "pm_card_declined".into(),
+            return_url: None,
             ..visa("att-d")
         })
         .await;

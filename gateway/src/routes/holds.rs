@@ -44,6 +44,17 @@ struct HoldRequest {
 #[serde(deny_unknown_fields)]
 struct CheckoutRequest {
     payment_method: String,
+    /// The buyer's page, where the provider sends the buyer back after a 3-D Secure check.
+    #[serde(default)]
+    return_url: Option<String>,
+}
+
+/// An absolute `http(s)` URL of sane length; the provider is asked to send the buyer there,
+/// so nothing else (no `javascript:`, no relative path) is passed on.
+fn valid_return_url(url: &str) -> bool {
+    (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && !url.bytes().any(|b| b.is_ascii_control() || b == b' ')
 }
 
 pub fn hold_id(id: &str) -> Result<HoldId, Problem> {
@@ -147,9 +158,19 @@ async fn checkout(
             "payment_method must be 1-64 characters",
         ));
     }
+    if let Some(url) = &request.return_url
+        && !valid_return_url(url)
+    {
+        return Err(Problem::bad_request(
+            "return_url must be an absolute http(s) URL of at most 2048 characters",
+        ));
+    }
     let route = format!("checkout:{}", hold.as_str());
     idempotent::once(&state, Some(&key), session.as_str(), &route, &body::hash(&raw), || async {
-        let attempt = state.store.begin_payment(&session, &hold, &request.payment_method).await?;
+        let attempt = state
+            .store
+            .begin_payment_returning(&session, &hold, &request.payment_method, request.return_url.as_deref())
+            .await?;
         Ok((
             StatusCode::ACCEPTED,
             json!({ "hold_id": hold.as_str(), "state": "paying", "payment_id": attempt.attempt_id.as_str() }),
@@ -194,5 +215,13 @@ async fn read(
         }
         hold
     };
-    Ok(axum::Json(hold_json(&hold)).into_response())
+    let mut body = hold_json(&hold);
+    // A payment waiting for the buyer to authenticate (3-D Secure): the page follows
+    // `next_action` as Stripe's own clients do.
+    if hold.state == HoldState::Paying
+        && let Some(url) = state.store.next_action_url(&hold.hold_id).await?
+    {
+        body["next_action"] = json!({"type": "redirect_to_url", "redirect_to_url": {"url": url}});
+    }
+    Ok(axum::Json(body).into_response())
 }

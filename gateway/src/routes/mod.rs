@@ -7,6 +7,7 @@ pub mod holds;
 pub mod ops;
 pub mod orders;
 pub mod pages;
+pub mod payment_challenge;
 pub mod queue;
 pub mod session;
 pub mod waiting_room;

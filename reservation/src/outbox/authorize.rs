@@ -40,12 +40,14 @@ pub(super) async fn run(ctx: &Ctx, job: &Job, attempt_id: &AttemptId) -> Result<
             found => return answer(ctx, &a, found).await,
         }
     }
+    let return_url = ctx.store.return_url_of(attempt_id).await?;
     let req = AuthorizeRequest::new(
         attempt_id.as_str(),
         a.amount_cents,
         &a.currency,
         &a.payment_method,
-    );
+    )
+    .returning_to(return_url.as_deref());
     let outcome = ctx.provider.authorize(&req).await;
     answer(ctx, &a, outcome).await
 }
@@ -67,6 +69,8 @@ async fn answer(ctx: &Ctx, a: &PaymentAttempt, outcome: Outcome) -> Result<Step,
     let converged = ctx.store.converge(&a.attempt_id, event, &outcome).await?;
     Ok(match converged {
         super::Converged::Pending => Step::Retry(format!("{outcome:?}")),
+        // Asking again would only replay the same `requires_action` (the idempotency key keeps
+        // the first answer): the webhook or the reconciler brings the decision.
         _ => Step::Done,
     })
 }

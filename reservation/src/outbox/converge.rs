@@ -21,6 +21,9 @@ pub(crate) enum Converged {
     Compensating,
     /// No definite answer yet.
     Pending,
+    /// The buyer must authenticate first (3-D Secure): nothing to repeat, the provider's next
+    /// word (webhook or reconciler) decides.
+    AwaitingBuyer,
 }
 
 impl Converged {
@@ -30,6 +33,7 @@ impl Converged {
             Converged::Declined => "declined",
             Converged::Compensating => "compensating",
             Converged::Pending => "pending",
+            Converged::AwaitingBuyer => "awaiting_buyer",
         }
     }
 }
@@ -114,6 +118,14 @@ impl Store {
             Outcome::Ambiguous { why } => {
                 self.record_ambiguous(tx, attempt, why).await?;
                 Ok(Converged::Pending)
+            }
+            Outcome::ActionRequired {
+                payment_id,
+                redirect_url,
+            } => {
+                self.record_action_required(tx, attempt, payment_id, redirect_url.as_deref())
+                    .await?;
+                Ok(Converged::AwaitingBuyer)
             }
             Outcome::Processing { .. }
             | Outcome::NotFound

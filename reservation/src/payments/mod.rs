@@ -6,9 +6,11 @@
 //! - `provider.rs`: [`Provider`], the one the saga calls: HTTP or in-process simulator.
 //! - `stripe.rs`: [`StripeClient`], the HTTP client of API.md's provider protocol.
 //! - `webhook.rs`: `Stripe-Signature` signing and checking, and the event payload.
+//! - `action.rs`: the rows of a payment waiting for the buyer to authenticate (3-D Secure).
 //! - `simulator/`: the simulated provider (state, knobs, ledger, webhook delivery), run
 //!   in-process by the embedded default and behind HTTP by the `tests` crate.
 
+mod action;
 mod outcome;
 mod provider;
 pub mod simulator;
@@ -21,6 +23,12 @@ pub use outcome::Outcome;
 pub use provider::{Provider, Simulated};
 pub use simulator::Simulator;
 pub use stripe::StripeClient;
+
+/// The Stripe API version the adapter is written against and sends as `Stripe-Version`, so
+/// an account whose default version is newer still answers in the shapes read here. The
+/// simulator answers in this version too, and the suite checks it with the official library
+/// of the same version.
+pub const STRIPE_VERSION: &str = "2026-10-28.endive";
 
 /// Errors building a provider. Calls themselves never fail: they return an [`Outcome`].
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +69,9 @@ pub struct AuthorizeRequest {
     pub amount_cents: i64,
     pub currency: String,
     pub payment_method: String,
+    /// Where the provider sends the buyer back after authenticating (3-D Secure), when the
+    /// card asks for it.
+    pub return_url: Option<String>,
 }
 
 impl AuthorizeRequest {
@@ -70,20 +81,30 @@ impl AuthorizeRequest {
             amount_cents,
             currency: currency.to_owned(),
             payment_method: payment_method.to_owned(),
+            return_url: None,
         }
+    }
+
+    pub fn returning_to(mut self, return_url: Option<&str>) -> Self {
+        self.return_url = return_url.map(str::to_owned);
+        self
     }
 
     /// The form body of `POST /v1/payment_intents`, shared by both providers so the
     /// simulator's idempotency fingerprint sees the same fields.
     pub(crate) fn form(&self) -> Vec<(String, String)> {
-        vec![
+        let mut form = vec![
             ("amount".into(), self.amount_cents.to_string()),
             ("currency".into(), self.currency.clone()),
             ("payment_method".into(), self.payment_method.clone()),
             ("capture_method".into(), "manual".into()),
             ("confirm".into(), "true".into()),
             ("metadata[attempt_id]".into(), self.attempt_id.clone()),
-        ]
+        ];
+        if let Some(url) = &self.return_url {
+            form.push(("return_url".into(), url.clone()));
+        }
+        form
     }
 }
 

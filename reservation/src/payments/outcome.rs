@@ -19,6 +19,13 @@ pub enum Outcome {
     Captured { payment_id: String },
     /// `processing`: the provider has not decided yet; ask again later.
     Processing { payment_id: String },
+    /// `requires_action`: the buyer must authenticate (3-D Secure) at `redirect_url` before
+    /// the provider decides. Neither money nor a decline yet: the attempt waits in `paying`
+    /// under its deadlines for the provider's next word.
+    ActionRequired {
+        payment_id: String,
+        redirect_url: Option<String>,
+    },
     /// `canceled`: the authorization was voided (or never completed).
     Canceled { payment_id: String },
     /// A refund exists for the payment (`refund_id` is absent when the provider only said
@@ -41,6 +48,7 @@ impl Outcome {
             Outcome::Authorized { payment_id }
             | Outcome::Captured { payment_id }
             | Outcome::Processing { payment_id }
+            | Outcome::ActionRequired { payment_id, .. }
             | Outcome::Canceled { payment_id } => Some(payment_id),
             Outcome::Declined { payment_id, .. } => payment_id.as_deref(),
             _ => None,
@@ -59,6 +67,23 @@ pub(crate) struct WireIntent {
     pub status: String,
     #[serde(default)]
     pub last_payment_error: Option<WireError>,
+    #[serde(default)]
+    pub next_action: Option<WireNextAction>,
+}
+
+/// `next_action` of an intent in `requires_action`; only `redirect_to_url` names a page the
+/// buyer's browser can be sent to (`use_stripe_sdk` needs Stripe.js, which Floodgate's page
+/// does not load).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireNextAction {
+    #[serde(default)]
+    pub redirect_to_url: Option<WireRedirect>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireRedirect {
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -99,13 +124,21 @@ impl WireError {
 }
 
 /// Maps an intent's status to an outcome. Statuses outside API.md's subset (e.g.
-/// `requires_action`) are ambiguous: the saga must not guess.
+/// `requires_confirmation`) are ambiguous: the saga must not guess.
 pub(crate) fn from_intent(intent: &WireIntent) -> Outcome {
     let payment_id = intent.id.clone();
     match intent.status.as_str() {
         "requires_capture" => Outcome::Authorized { payment_id },
         "succeeded" => Outcome::Captured { payment_id },
         "processing" => Outcome::Processing { payment_id },
+        "requires_action" => Outcome::ActionRequired {
+            redirect_url: intent
+                .next_action
+                .as_ref()
+                .and_then(|a| a.redirect_to_url.as_ref())
+                .and_then(|r| r.url.clone()),
+            payment_id,
+        },
         "canceled" => Outcome::Canceled { payment_id },
         "requires_payment_method" => Outcome::Declined {
             reason: intent
@@ -223,6 +256,26 @@ mod tests {
             Outcome::Declined {
                 payment_id: Some("pi_1".into()),
                 reason: "insufficient_funds".into()
+            }
+        );
+    }
+
+    #[test]
+    fn requires_action_carries_the_redirect_and_is_neither_money_nor_decline() {
+        let body = br#"{"id":"pi_3","status":"requires_action","next_action":{"type":"redirect_to_url","redirect_to_url":{"url":"https://hooks.example/3ds/pi_3","return_url":"https://shop.example/"}}}"#;
+        assert_eq!(
+            classify(200, body, Expect::Intent),
+            Outcome::ActionRequired {
+                payment_id: "pi_3".into(),
+                redirect_url: Some("https://hooks.example/3ds/pi_3".into())
+            }
+        );
+        let sdk = br#"{"id":"pi_4","status":"requires_action","next_action":{"type":"use_stripe_sdk","use_stripe_sdk":{}}}"#;
+        assert_eq!(
+            classify(200, sdk, Expect::Intent),
+            Outcome::ActionRequired {
+                payment_id: "pi_4".into(),
+                redirect_url: None
             }
         );
     }

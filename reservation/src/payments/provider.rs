@@ -138,7 +138,7 @@ impl Simulated {
     async fn call(&self, req: simulator::SimRequest) -> Outcome {
         let expect = req.expect();
         match tokio::time::timeout(self.request_timeout, self.simulator.handle(req)).await {
-            Ok(simulator::SimReply::Answer { status, body }) => {
+            Ok(simulator::SimReply::Answer { status, body, .. }) => {
                 outcome::classify(status, body.to_string().as_bytes(), expect)
             }
             Ok(simulator::SimReply::Lost) => Outcome::ambiguous("answer lost"),
@@ -169,6 +169,7 @@ mod tests {
             amount_cents: 100,
             currency: "eur".into(),
             payment_method: pm.into(),
+            return_url: None,
         }
     }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::outcome::{Expect, Outcome, classify};
-use super::{AuthorizeRequest, ProviderError, search_query};
+use super::{AuthorizeRequest, ProviderError, STRIPE_VERSION, search_query};
 
 /// Talks to `FLOODGATE_PAYMENT_URL` with Stripe's paths, form bodies and idempotency keys.
 #[derive(Clone)]
@@ -111,7 +111,10 @@ impl StripeClient {
 
     /// Any transport failure, including a body cut off mid-way, is ambiguous.
     async fn send(&self, request: reqwest::RequestBuilder, expect: Expect) -> Outcome {
-        let response = match request.bearer_auth(&self.api_key).send().await {
+        let request = request
+            .bearer_auth(&self.api_key)
+            .header("Stripe-Version", STRIPE_VERSION);
+        let response = match request.send().await {
             Ok(r) => r,
             Err(e) if e.is_timeout() => return Outcome::ambiguous("timeout"),
             Err(e) => return Outcome::ambiguous(format!("transport: {e}")),

@@ -18,8 +18,11 @@ pub(super) fn plan(sim: &Simulator, st: &mut State, events: Vec<(&'static str, V
         return;
     };
     for (kind, object) in events {
+        // Stripe's event envelope, every field of its example event.
         let event = json!({"id": st.new_id("evt"), "object": "event", "type": kind,
-            "created": now, "data": {"object": object}, "livemode": false});
+            "api_version": crate::payments::STRIPE_VERSION, "created": now,
+            "data": {"object": object}, "livemode": false, "pending_webhooks": 1,
+            "request": {"id": null, "idempotency_key": null}});
         let batch = if st.knobs.webhook_out_of_order {
             match st.held_back.take() {
                 Some((_, earlier)) => vec![event, earlier],

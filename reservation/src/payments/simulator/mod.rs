@@ -3,12 +3,23 @@
 //!
 //! Test payment methods: `pm_card_visa` authorizes, `pm_card_declined` declines,
 //! `pm_card_slow` answers after `slow_ms`, `pm_card_lost` authorizes but loses the answer,
-//! `pm_card_error` answers 500 and creates nothing.
+//! `pm_card_error` answers 500 and creates nothing, `pm_card_authenticationRequired` asks for
+//! 3-D Secure (`requires_action`) and decides when the buyer completes or fails the
+//! challenge page (`authenticate.rs`).
+//!
+//! # Layout
+//! - `state.rs`: the book of intents and what each request does; `params.rs` reads forms.
+//! - `intent.rs` / `charge.rs`: the Stripe objects (every field of Stripe's examples).
+//! - `authenticate.rs`: the 3-D Secure challenge page and its outcome.
+//! - `delivery.rs`: signed webhooks; `knobs.rs`: chaos settings; `ledger.rs`: money by attempt.
 
+mod authenticate;
+mod charge;
 mod delivery;
 mod intent;
 mod knobs;
 mod ledger;
+mod params;
 mod request;
 mod state;
 
@@ -19,6 +30,7 @@ use rand::Rng;
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use authenticate::{AuthAnswer, Choice};
 pub use knobs::{Knobs, KnobsPatch};
 pub use ledger::{AttemptRecord, Counters, Ledger};
 pub use request::SimRequest;
@@ -39,6 +51,9 @@ pub enum SimReply {
     Answer {
         status: u16,
         body: Value,
+        /// Replayed from an earlier request with the same idempotency key (Stripe's
+        /// `Idempotent-Replayed: true` header).
+        replayed: bool,
     },
     /// The request took effect; the caller must see a timeout or a broken connection.
     Lost,
@@ -119,7 +134,35 @@ impl Simulator {
         SimReply::Answer {
             status: effect.status,
             body: effect.body,
+            replayed: effect.replayed,
         }
+    }
+
+    /// The origin authentication pages are served from (the HTTP simulator's base URL). Unset,
+    /// `next_action` names a path on the buyer page's own origin, which the gateway serves for
+    /// its in-process simulator.
+    pub fn set_public_url(&self, url: &str) {
+        self.state().public_url = Some(url.trim_end_matches('/').to_owned());
+    }
+
+    /// The 3-D Secure challenge page of a payment, or `None` for an unknown one.
+    pub fn authentication_page(&self, payment_id: &str) -> Option<String> {
+        self.state().intents.get(payment_id).map(authenticate::page)
+    }
+
+    /// The buyer completed or failed the challenge: the payment is decided and its webhook
+    /// sent; the answer says where the buyer's browser goes next.
+    pub fn authenticate(&self, payment_id: &str, choice: Choice) -> AuthAnswer {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let mut st = self.state();
+        let (answer, events) = st.authenticate(payment_id, choice);
+        delivery::plan(self, &mut st, events, now);
+        answer
+    }
+
+    /// The page shown after a choice when the payment named no `return_url`.
+    pub fn finished_page() -> &'static str {
+        authenticate::FINISHED_PAGE
     }
 
     /// While paused, every call waits (asynchronously) until [`Simulator::resume`].
@@ -180,10 +223,11 @@ mod tests {
                 amount_cents: 100,
                 currency: "eur".into(),
                 payment_method: "pm_card_visa".into(),
+                return_url: None,
             };
             match sim.handle(SimRequest::authorize(&req)).await {
                 // Ids and outcomes, not `created`, which follows the wall clock.
-                SimReply::Answer { status, body } => {
+                SimReply::Answer { status, body, .. } => {
                     let id = body["id"]
                         .as_str()
                         .or(body["error"]["payment_intent"]["id"].as_str());

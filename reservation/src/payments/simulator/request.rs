@@ -19,10 +19,14 @@ pub enum SimRequest {
     CaptureIntent {
         id: String,
         idempotency_key: Option<String>,
+        /// `amount_to_capture`, `expand[]`.
+        form: Vec<(String, String)>,
     },
     CancelIntent {
         id: String,
         idempotency_key: Option<String>,
+        /// `cancellation_reason`, `expand[]`.
+        form: Vec<(String, String)>,
     },
     CreateRefund {
         idempotency_key: Option<String>,
@@ -49,12 +53,14 @@ impl SimRequest {
         SimRequest::CaptureIntent {
             id: id.to_owned(),
             idempotency_key: None,
+            form: Vec::new(),
         }
     }
     pub(crate) fn cancel(id: &str) -> Self {
         SimRequest::CancelIntent {
             id: id.to_owned(),
             idempotency_key: None,
+            form: Vec::new(),
         }
     }
     pub(crate) fn refund(attempt_id: &str, payment_id: &str) -> Self {
@@ -112,8 +118,8 @@ impl SimRequest {
         let (route, form): (String, &[(String, String)]) = match self {
             SimRequest::CreateIntent { form, .. } => ("create_intent".into(), form),
             SimRequest::CreateRefund { form, .. } => ("create_refund".into(), form),
-            SimRequest::CaptureIntent { id, .. } => (format!("capture {id}"), &[]),
-            SimRequest::CancelIntent { id, .. } => (format!("cancel {id}"), &[]),
+            SimRequest::CaptureIntent { id, form, .. } => (format!("capture {id}"), form),
+            SimRequest::CancelIntent { id, form, .. } => (format!("cancel {id}"), form),
             SimRequest::RetrieveIntent { id } => (format!("retrieve {id}"), &[]),
             SimRequest::SearchIntents { query } => (format!("search {query}"), &[]),
         };

@@ -1,0 +1,2 @@
+-- PostgreSQL's begin-payment function gained the return URL; SQLite inserts it from Rust.
+select 1;
