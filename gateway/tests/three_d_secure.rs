@@ -7,8 +7,13 @@
 
 mod support;
 
+use std::time::Duration;
+
+use floodgate_tests::sim_control::SimControl;
 use reqwest::redirect::Policy;
+use reservation::payments::simulator::KnobsPatch;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use support::buyer::{Admitted, Held, seat};
 use support::{Backends, TestApp, spawn_app};
@@ -23,6 +28,65 @@ async fn three_d_secure_on_postgres_redis_and_http_simulator() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_d_secure_on_the_embedded_default() {
     both_outcomes(spawn_app(Backends::Embedded).await).await;
+}
+
+/// The webhooks never come (held back for an hour): the reconciler alone must finish a
+/// challenge the buyer completed, and give back the seats of one the buyer walked away from
+/// once its `abandon_at` passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_webhooks_the_reconciler_finishes_or_abandons_a_challenge() {
+    let app = spawn_app(Backends::Postgres).await;
+    let sim = SimControl::new(&app.simulator.as_ref().expect("HTTP simulator").base_url);
+    sim.set_knobs(&KnobsPatch {
+        webhook_delay_ms: Some(3_600_000),
+        ..KnobsPatch::default()
+    })
+    .await
+    .expect("hold webhooks back");
+    // Completed by the buyer: the reconciler's first look (past `resolve_by`, well before
+    // `abandon_at`) finds the payment authorized and confirms it.
+    let event = app
+        .create_event_with(
+            1,
+            json!({"resolve_s": 1, "admission": {"rate_per_min": 600, "max_active": 10}}),
+        )
+        .await;
+    let buyer = app.admit(&event).await;
+    let held = Held::from(&app.hold(&buyer, &[seat(1)]).await.expect(201));
+    let page = pay_with_3ds(&app, &buyer, &held, "k-recon-complete").await;
+    choose(&app, &page, "complete").await;
+    let view = settle(&app, &buyer, &held).await;
+    assert_eq!(view["state"], "confirmed", "{view}");
+
+    // Left on the bank's page: past `abandon_at` the attempt is abandoned, the seat freed.
+    let event = app
+        .create_event_with(
+            1,
+            json!({"resolve_s": 1, "abandon_s": 4,
+                   "admission": {"rate_per_min": 600, "max_active": 10}}),
+        )
+        .await;
+    let walker = app.admit(&event).await;
+    let held = Held::from(&app.hold(&walker, &[seat(1)]).await.expect(201));
+    pay_with_3ds(&app, &walker, &held, "k-recon-walk-away").await;
+    let view = settle(&app, &walker, &held).await;
+    assert_eq!(view["state"], "abandoned", "{view}");
+    // The seat is for sale again: another buyer holds it.
+    let next = app.admit(&event).await;
+    app.hold(&next, &[seat(1)]).await.expect(201);
+}
+
+/// Reads the hold until it leaves `paying`; the reconciler passes every few seconds.
+async fn settle(app: &TestApp, buyer: &Admitted, held: &Held) -> Value {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let view = app.read_hold(buyer, &held.hold_id).await.expect(200).body;
+        if view["state"] != "paying" {
+            return view;
+        }
+        assert!(Instant::now() < until, "still paying: {view}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 async fn both_outcomes(app: TestApp) {
