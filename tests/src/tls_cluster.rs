@@ -3,10 +3,11 @@
 //! gateway. Stopped when dropped.
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use crate::tls::Pki;
+use crate::tls_servers::tls_redis_server;
 
 /// How long the nodes may take to listen and agree on the slots.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -44,21 +45,8 @@ impl TlsRedisCluster {
             let port = cluster_port();
             let node_dir = dir.path().join(format!("node{n}"));
             std::fs::create_dir_all(&node_dir).expect("node folder");
-            let child = Command::new("redis-server")
-                .args(["--port", "0", "--tls-port", &port.to_string()])
+            let child = tls_redis_server(pki, port, &node_dir)
                 .args(["--tls-cluster", "yes", "--cluster-enabled", "yes"])
-                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--tls-cert-file")
-                .arg(&pki.cert_file)
-                .arg("--tls-key-file")
-                .arg(&pki.key_file)
-                .arg("--tls-ca-cert-file")
-                .arg(&pki.ca_file)
-                .args(["--tls-auth-clients", "no"])
-                .arg("--dir")
-                .arg(&node_dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
                 .spawn()
                 .unwrap_or_else(|e| {
                     panic!("the TLS cluster test starts its own redis-server: install it (apt-get install -y redis-server): {e}")

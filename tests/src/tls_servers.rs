@@ -172,20 +172,7 @@ impl TlsRedis {
             .tempdir()
             .expect("temporary folder for Redis");
         let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--tls-cert-file")
-            .arg(&pki.cert_file)
-            .arg("--tls-key-file")
-            .arg(&pki.key_file)
-            .arg("--tls-ca-cert-file")
-            .arg(&pki.ca_file)
-            .args(["--tls-auth-clients", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let child = tls_redis_server(pki, port, dir.path())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("the TLS tests start their own redis-server: install it (apt-get install -y redis-server): {e}")
@@ -211,6 +198,26 @@ impl Drop for TlsRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `redis-server` on `port` over TLS only, with `pki`'s certificate, keeping nothing on disk.
+pub(crate) fn tls_redis_server(pki: &Pki, port: u16, dir: &Path) -> Command {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", "0", "--tls-port", &port.to_string()])
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--tls-cert-file")
+        .arg(&pki.cert_file)
+        .arg("--tls-key-file")
+        .arg(&pki.key_file)
+        .arg("--tls-ca-cert-file")
+        .arg(&pki.ca_file)
+        .args(["--tls-auth-clients", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
 }
 
 fn set_mode(path: &Path, mode: u32) {
