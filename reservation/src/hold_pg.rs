@@ -1,4 +1,4 @@
-//! Holds on PostgreSQL in one round trip: the server-side functions of migration 0004 run the
+//! Holds on PostgreSQL in one round trip: the server-side functions of migration 0005 run the
 //! session checks, the row locks, the conditional update, the hold row and its log line, and
 //! answer with which outcome happened. Each outcome maps to the same typed error as SQLite's
 //! statement-by-statement path in `hold`.

@@ -10,10 +10,10 @@
 //! - `audit` — the organizer's audit log.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
-//! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0004).
+//! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0005).
 //! - `hold_life` — `extend`, `release`, `sweep`.
 //! - `payment` — `begin_payment`, `finalize`, `decline`, `abandon`.
-//! - `payment_pg` — begin payment in one round trip on PostgreSQL (migration 0004).
+//! - `payment_pg` — begin payment in one round trip on PostgreSQL (migration 0005).
 //! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
 //! - `outbox` — the worker (`run_outbox`): claims rows with a lease, calls the provider with
 //!   no transaction open, records the answer conditionally; capture, void, refund, session ends.

@@ -160,6 +160,7 @@ impl Store {
             created_at_ms: h.now_ms,
             resolve_by_ms,
             abandon_at_ms,
+            return_url: return_url.map(str::to_owned),
         })
     }
 

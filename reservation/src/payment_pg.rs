@@ -1,4 +1,4 @@
-//! Begin payment on PostgreSQL in one round trip (`fg_begin_payment`, migration 0004): the
+//! Begin payment on PostgreSQL in one round trip (`fg_begin_payment`, migration 0005): the
 //! same checks, locks and writes as SQLite's statement-by-statement `begin_payment_once`,
 //! answered with which outcome happened.
 
@@ -81,6 +81,7 @@ impl Store {
             created_at_ms: a.created_ms.ok_or_else(|| missing("created_ms"))?,
             resolve_by_ms: a.resolve_by_ms.ok_or_else(|| missing("resolve_by_ms"))?,
             abandon_at_ms: a.abandon_at_ms.ok_or_else(|| missing("abandon_at_ms"))?,
+            return_url: return_url.map(str::to_owned),
         })
     }
 }

@@ -143,6 +143,8 @@ pub struct PaymentAttempt {
     pub resolve_by_ms: i64,
     /// From here on, policy voids the authorization and frees the seats.
     pub abandon_at_ms: i64,
+    /// Where the provider sends the buyer back after authenticating (3-D Secure).
+    pub return_url: Option<String>,
 }
 
 /// Column list matching `TryFrom<AnyRow>` below (a macro so `concat!` can build `'static` SQL).
@@ -150,7 +152,7 @@ macro_rules! attempt_columns {
     () => {
         "attempt_id, hold_id, event_id, amount_cents, currency, \
     payment_method, state, provider_payment_id, last_error, MS(created_at) as created_at_ms, \
-    MS(resolve_by) as resolve_by_ms, MS(abandon_at) as abandon_at_ms"
+    MS(resolve_by) as resolve_by_ms, MS(abandon_at) as abandon_at_ms, return_url"
     };
 }
 pub(crate) use attempt_columns;
@@ -171,6 +173,7 @@ impl TryFrom<AnyRow> for PaymentAttempt {
             created_at_ms: r.try_get("created_at_ms")?,
             resolve_by_ms: r.try_get("resolve_by_ms")?,
             abandon_at_ms: r.try_get("abandon_at_ms")?,
+            return_url: r.try_get("return_url")?,
         })
     }
 }

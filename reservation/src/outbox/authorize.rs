@@ -40,14 +40,13 @@ pub(super) async fn run(ctx: &Ctx, job: &Job, attempt_id: &AttemptId) -> Result<
             found => return answer(ctx, &a, found).await,
         }
     }
-    let return_url = ctx.store.return_url_of(attempt_id).await?;
     let req = AuthorizeRequest::new(
         attempt_id.as_str(),
         a.amount_cents,
         &a.currency,
         &a.payment_method,
     )
-    .returning_to(return_url.as_deref());
+    .returning_to(a.return_url.as_deref());
     let outcome = ctx.provider.authorize(&req).await;
     answer(ctx, &a, outcome).await
 }

@@ -9,16 +9,6 @@ use crate::journal::Entry;
 use crate::store::{Store, Tx};
 
 impl Store {
-    /// The page the checkout asked the provider to send the buyer back to, if any.
-    pub(crate) async fn return_url_of(&self, attempt: &AttemptId) -> Result<Option<String>, Error> {
-        let url: Option<Option<String>> =
-            sqlx::query_scalar("select return_url from payment_attempts where attempt_id = $1")
-                .bind(attempt.as_str())
-                .fetch_optional(self.pool())
-                .await?;
-        Ok(url.flatten())
-    }
-
     /// The provider wants the buyer to authenticate: keep its payment id and page on the
     /// open attempt (once; the page of one payment never changes). Logged as
     /// `PaymentActionRequired` when first recorded.

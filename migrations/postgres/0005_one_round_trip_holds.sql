@@ -270,7 +270,8 @@ create type fg_paying_answer as (
     abandon_at_ms  bigint
 );
 
-create function fg_begin_payment(p_session text, p_hold text, p_attempt text, p_method text)
+create function fg_begin_payment(p_session text, p_hold text, p_attempt text, p_method text,
+                                 p_return_url text)
 returns fg_paying_answer language plpgsql as $$
 declare
     a fg_paying_answer;
@@ -316,9 +317,11 @@ begin
     where event_id = h.event_id and seat_id = any(v_seats);
     update holds set state = 'paying' where hold_id = p_hold and state = 'held';
     insert into payment_attempts (attempt_id, hold_id, event_id, amount_cents, currency,
-                                  payment_method, state, created_at, resolve_by, abandon_at)
+                                  payment_method, state, created_at, resolve_by, abandon_at,
+                                  return_url)
     values (p_attempt, p_hold, h.event_id, h.total_cents, h.currency, p_method, 'pending', v_now,
-            v_now + h.resolve_s * interval '1 second', v_now + h.abandon_s * interval '1 second');
+            v_now + h.resolve_s * interval '1 second', v_now + h.abandon_s * interval '1 second',
+            p_return_url);
     insert into reservation_events (event_id, kind, hold_id, attempt_id, seats)
     values (h.event_id, 'PaymentInitiated', p_hold, p_attempt, h.seats);
     insert into outbox (kind, event_id, attempt_id, hold_id, payload)
