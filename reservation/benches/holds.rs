@@ -103,7 +103,7 @@ async fn raw_busy(pool: &PgPool, session: &str, seat: &str) -> Vec<String> {
 
 /// The one statement a hold is on PostgreSQL, raw: what `Store::hold` sends, without the store.
 async fn raw_one_statement(pool: &PgPool, session: &str, seat: &str) {
-    let outcome: String = sqlx::query_scalar("select outcome from fg_hold($1, $2, $3, $4)")
+    let outcome: String = sqlx::query_scalar(reservation::testing::HOLD_SQL)
         .bind(session)
         .bind(format!("[\"{seat}\"]"))
         .bind(format!("h_{}", uuid::Uuid::now_v7().simple()))
@@ -349,6 +349,18 @@ async fn main() {
     })
     .await;
     eprintln!("rejections: {reject_rate:.0}/s");
+    // The same rejections as the bare read, raw: the loser's physical limit in this run.
+    let (pool, taken) = (raw.clone(), seat(store_seats[0]));
+    let losers = Arc::new(bulk_sessions(&raw, &event, "bm", TASKS).await);
+    let busy_rate = drive(rejections, move |i| {
+        let (pool, losers, taken) = (pool.clone(), losers.clone(), taken.clone());
+        async move {
+            let busy = raw_busy(&pool, losers[i % TASKS].as_str(), taken.as_str()).await;
+            assert_eq!(busy.len(), 1);
+        }
+    })
+    .await;
+    eprintln!("plain busy read raw: {busy_rate:.0}/s");
 
     // Multi-seat holds on random seats, and general admission.
     let two_sessions = bulk_sessions(&raw, &event, "b2", MULTI_HOLDS).await;
@@ -469,6 +481,12 @@ async fn main() {
         format!("{reject_rate:.0}/s"),
         "≥ 25000/s",
         Some(reject_rate >= 25_000.0),
+    );
+    row(
+        "plain busy read raw (the loser's limit)",
+        format!("{busy_rate:.0}/s"),
+        "",
+        None,
     );
     row(
         "2-seat holds, random seats",

@@ -1,11 +1,9 @@
 //! The organizer's audit log: who changed what, when (the database clock).
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::store::Store;
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct AuditEntry {
     pub actor: String,
     pub action: String,
@@ -36,22 +34,11 @@ impl Store {
 
     /// The latest entries first.
     pub async fn audit_log(&self, limit: i64) -> Result<Vec<AuditEntry>, Error> {
-        let rows = sqlx::query(self.sql(
+        Ok(sqlx::query_as(self.sql(
             "select actor, action, event_id, detail, MS(at) as at_ms from audit_log order by id desc limit $1",
         ))
         .bind(limit)
         .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(AuditEntry {
-                    actor: r.try_get("actor")?,
-                    action: r.try_get("action")?,
-                    event_id: r.try_get("event_id")?,
-                    detail: r.try_get("detail")?,
-                    at_ms: r.try_get("at_ms")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 }

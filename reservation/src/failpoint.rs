@@ -49,7 +49,14 @@ pub async fn hit(_point: Point, _scope: &str) -> Result<(), FailpointCrash> {
     Ok(())
 }
 
+/// Whether any scope has armed `point` (always false without the feature).
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn armed(_point: Point) -> bool {
+    false
+}
+
 #[cfg(feature = "failpoints")]
 mod armed;
 #[cfg(feature = "failpoints")]
-pub use armed::{ANY_SCOPE, Armed, Paused, crash, hit, pause};
+pub use armed::{ANY_SCOPE, Armed, Paused, armed, crash, hit, pause};

@@ -5,8 +5,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::dialect::Dialect;
 use crate::ids::{self, HoldId, SeatId, SessionId, trusted};
@@ -25,19 +23,34 @@ pub(crate) struct Holder {
 }
 
 /// A seat row as locked, before the conditional update.
+#[derive(sqlx::FromRow)]
 struct Locked {
     seat_id: String,
     state: String,
     hold_id: Option<String>,
-    expired: bool,
+    /// 1 when a `held` seat's time has passed (SQLite has no boolean column).
+    expired: i64,
     price_cents: i64,
 }
 
 impl Locked {
     /// The acquisition predicate, as read under the row lock.
     fn free(&self) -> bool {
-        self.state == "available" || (self.state == "held" && self.expired)
+        self.state == "available" || (self.state == "held" && self.expired == 1)
     }
+}
+
+/// The session about to hold, its event's limits and its live hold, as `holder` reads them.
+#[derive(sqlx::FromRow)]
+struct HolderRow {
+    event_id: String,
+    now_ms: i64,
+    ended: i64,
+    ttl_ms: i64,
+    max_hold_s: i64,
+    max_seats_per_hold: i64,
+    live_hold: Option<String>,
+    live_expired: i64,
 }
 
 /// How often general admission looks again when the free rows it saw were locked by others.
@@ -118,7 +131,7 @@ impl Store {
     ) -> Result<Hold, Error> {
         let (mut tx, h) = self.holder(session, sorted.len()).await?;
         // Lock in seat order: two buyers wanting {S3,S7} and {S7,S3} queue, never deadlock.
-        let rows: Vec<Locked> = sqlx::query(self.sql(
+        let rows: Vec<Locked> = sqlx::query_as(self.sql(
             "select seat_id, state, hold_id, \
              case when state = 'held' and hold_expires_at <= NOW then 1 else 0 end as expired, \
              price_cents from seats \
@@ -128,10 +141,7 @@ impl Store {
         .bind(&h.event_id)
         .bind(json)
         .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(locked)
-        .collect::<Result<_, _>>()?;
+        .await?;
         if rows.len() != sorted.len() {
             let found: BTreeSet<&str> = rows.iter().map(|r| r.seat_id.as_str()).collect();
             let seats = sorted
@@ -197,7 +207,7 @@ impl Store {
         let (mut tx, h) = self.holder(session, quantity as usize).await?;
         // SKIP LOCKED: buyers racing for a section each take different free rows at once
         // instead of queueing behind the same first rows.
-        let rows: Vec<Locked> = sqlx::query(self.sql(
+        let rows: Vec<Locked> = sqlx::query_as(self.sql(
             "select seat_id, state, hold_id, \
              case when state = 'held' and hold_expires_at <= NOW then 1 else 0 end as expired, \
              price_cents from seats \
@@ -209,10 +219,7 @@ impl Store {
         .bind(section)
         .bind(i64::from(quantity))
         .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(locked)
-        .collect::<Result<_, _>>()?;
+        .await?;
         if rows.len() < quantity as usize {
             return Ok(None);
         }
@@ -225,7 +232,7 @@ impl Store {
     }
 
     async fn free_in_section(&self, session: &SessionId, section: &str) -> Result<i64, Error> {
-        let row = sqlx::query(self.sql(
+        let n = sqlx::query_scalar(self.sql(
             "select count(*) as n from seats join admission_sessions s on s.event_id = seats.event_id \
              where s.session_id = $1 and seats.section = $2 \
              and (seats.state = 'available' or (seats.state = 'held' and seats.hold_expires_at <= NOW))",
@@ -234,14 +241,14 @@ impl Store {
         .bind(section)
         .fetch_one(&self.pool)
         .await?;
-        Ok(row.try_get("n")?)
+        Ok(n)
     }
 
     /// Opens the write transaction and reads the session's event and limits, refusing ended
     /// sessions and a second live hold.
     async fn holder(&self, session: &SessionId, n: usize) -> Result<(Tx, Holder), Error> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(self.sql(
+        let row: HolderRow = sqlx::query_as(self.sql(
             "select s.event_id, MS(NOW) as now_ms, \
              case when s.ended_at is not null or s.expires_at <= NOW then 1 else 0 end as ended, \
              coalesce(e.hold_ttl_ms, e.hold_ttl_s * 1000) as ttl_ms, e.max_hold_s, e.max_seats_per_hold, \
@@ -255,17 +262,17 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(Error::SessionNotFound)?;
-        if row.try_get::<i64, _>("ended")? == 1 {
+        if row.ended == 1 {
             return Err(Error::SessionEnded);
         }
-        let max_seats: i64 = row.try_get("max_seats_per_hold")?;
+        let max_seats = row.max_seats_per_hold;
         if n as i64 > max_seats {
             return Err(Error::TooManySeats { max: max_seats });
         }
-        if let Some(live) = row.try_get::<Option<String>, _>("live_hold")? {
+        if let Some(live) = row.live_hold {
             // The session's hold ran out: that ends the session (DESIGN §3), so record it now
             // rather than let this session start over without queueing again.
-            if row.try_get::<i64, _>("live_expired")? == 1 {
+            if row.live_expired == 1 {
                 self.expire_holds(&mut tx, &serde_json::to_string(&[live])?)
                     .await?;
                 tx.commit().await?;
@@ -275,10 +282,10 @@ impl Store {
         }
         let holder = Holder {
             session_id: session.as_str().to_owned(),
-            event_id: row.try_get("event_id")?,
-            now_ms: row.try_get("now_ms")?,
-            ttl_ms: row.try_get("ttl_ms")?,
-            max_hold_ms: row.try_get::<i64, _>("max_hold_s")? * 1000,
+            event_id: row.event_id,
+            now_ms: row.now_ms,
+            ttl_ms: row.ttl_ms,
+            max_hold_ms: row.max_hold_s * 1000,
             max_seats,
         };
         Ok((tx, holder))
@@ -374,7 +381,7 @@ impl Store {
     /// Marks `held` holds whose time has passed as `expired` (ids as a JSON array), logging
     /// HoldExpired and ending their sessions. Returns how many changed.
     pub(crate) async fn expire_holds(&self, tx: &mut Tx, hold_ids: &str) -> Result<usize, Error> {
-        let ended = sqlx::query(self.sql(
+        let ended: Vec<(String, String, String, String)> = sqlx::query_as(self.sql(
             "update holds set state = 'expired', ended_at = NOW \
              where hold_id IN_JSON($1)) and state = 'held' and expires_at <= NOW \
              returning hold_id, event_id, session_id, seats",
@@ -382,37 +389,21 @@ impl Store {
         .bind(hold_ids)
         .fetch_all(&mut **tx)
         .await?;
-        for r in &ended {
-            let (hold, event, session, seats): (String, String, String, String) = (
-                r.try_get("hold_id")?,
-                r.try_get("event_id")?,
-                r.try_get("session_id")?,
-                r.try_get("seats")?,
-            );
+        for (hold, event, session, seats) in &ended {
             self.log(
                 tx,
                 Entry {
-                    event_id: &event,
+                    event_id: event,
                     kind: "HoldExpired",
-                    hold_id: Some(&hold),
-                    seats: Some(&seats),
+                    hold_id: Some(hold),
+                    seats: Some(seats),
                     ..Entry::default()
                 },
             )
             .await?;
-            self.end_hold_session(tx, &event, &session, &hold, "expired")
+            self.end_hold_session(tx, event, session, hold, "expired")
                 .await?;
         }
         Ok(ended.len())
     }
-}
-
-fn locked(r: sqlx::any::AnyRow) -> Result<Locked, Error> {
-    Ok(Locked {
-        seat_id: r.try_get("seat_id")?,
-        state: r.try_get("state")?,
-        hold_id: r.try_get("hold_id")?,
-        expired: r.try_get::<i64, _>("expired")? == 1,
-        price_cents: r.try_get("price_cents")?,
-    })
 }

@@ -1,7 +1,5 @@
 //! A hold after it exists: extend, release, and the sweeper that tidies expired ones.
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::ids::{HoldId, SessionId};
 use crate::journal::Entry;
@@ -35,9 +33,29 @@ pub struct Swept {
     pub holds_expired: u64,
 }
 
+/// The row `hold_ctx` reads.
+#[derive(sqlx::FromRow)]
+struct HoldCtxRow {
+    hold_id: String,
+    session_id: String,
+    event_id: String,
+    state: String,
+    /// 1 when the hold's time has passed (SQLite has no boolean column).
+    expired: i64,
+    seats: String,
+    total_cents: i64,
+    now_ms: i64,
+    expires_at_ms: i64,
+    max_expires_at_ms: i64,
+    ttl_ms: i64,
+    currency: String,
+    resolve_s: i64,
+    abandon_s: i64,
+}
+
 impl Store {
     pub(crate) async fn hold_ctx(&self, tx: &mut Tx, hold: &str) -> Result<HoldCtx, Error> {
-        let r = sqlx::query(self.sql(
+        let r: HoldCtxRow = sqlx::query_as(self.sql(
             "select h.hold_id, h.session_id, h.event_id, h.state, h.seats, h.total_cents, \
              case when h.expires_at <= NOW then 1 else 0 end as expired, MS(NOW) as now_ms, \
              MS(h.expires_at) as expires_at_ms, MS(h.max_expires_at) as max_expires_at_ms, \
@@ -48,23 +66,22 @@ impl Store {
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(Error::HoldNotFound)?;
-        let seats: String = r.try_get("seats")?;
         Ok(HoldCtx {
-            hold_id: r.try_get("hold_id")?,
-            session_id: r.try_get("session_id")?,
-            event_id: r.try_get("event_id")?,
-            state: r.try_get("state")?,
-            expired: r.try_get::<i64, _>("expired")? == 1,
-            seat_count: crate::views::seat_list(&seats)?.len(),
-            seats,
-            total_cents: r.try_get("total_cents")?,
-            now_ms: r.try_get("now_ms")?,
-            expires_at_ms: r.try_get("expires_at_ms")?,
-            max_expires_at_ms: r.try_get("max_expires_at_ms")?,
-            ttl_ms: r.try_get("ttl_ms")?,
-            currency: r.try_get("currency")?,
-            resolve_s: r.try_get("resolve_s")?,
-            abandon_s: r.try_get("abandon_s")?,
+            seat_count: crate::views::seat_list(&r.seats)?.len(),
+            hold_id: r.hold_id,
+            session_id: r.session_id,
+            event_id: r.event_id,
+            state: r.state,
+            expired: r.expired == 1,
+            seats: r.seats,
+            total_cents: r.total_cents,
+            now_ms: r.now_ms,
+            expires_at_ms: r.expires_at_ms,
+            max_expires_at_ms: r.max_expires_at_ms,
+            ttl_ms: r.ttl_ms,
+            currency: r.currency,
+            resolve_s: r.resolve_s,
+            abandon_s: r.abandon_s,
         })
     }
 

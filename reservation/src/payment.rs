@@ -221,6 +221,11 @@ impl Store {
         attempt: &AttemptId,
         provider_payment_id: Option<&str>,
     ) -> Result<Finalized, Error> {
+        if self.dialect == Dialect::Postgres {
+            return self
+                .retrying(|| self.finalize_pg(attempt, provider_payment_id))
+                .await;
+        }
         self.retrying(|| self.finalize_once(attempt, provider_payment_id))
             .await
     }
@@ -246,6 +251,9 @@ impl Store {
         attempt: &AttemptId,
         provider_payment_id: Option<&str>,
     ) -> Result<Finalized, Error> {
+        if self.dialect == Dialect::Postgres {
+            return self.finalize_pg_in(tx, attempt, provider_payment_id).await;
+        }
         let (a, h) = self.attempt_ctx(tx, attempt).await?;
         if let Some(order) = self.order_of_attempt(tx, attempt).await? {
             return Ok(Finalized::Confirmed(order));

@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::ids::{AttemptId, EventId, HoldId, OrderId, SessionId, trusted};
 use crate::store::{Store, Tx};
@@ -19,6 +17,17 @@ pub struct SeatView {
     pub number: i64,
     pub price_cents: i64,
     pub state: String,
+}
+
+/// A seat row as the seat map reads it.
+#[derive(sqlx::FromRow)]
+struct SeatRow {
+    seat_id: String,
+    section: String,
+    row_label: String,
+    number: i64,
+    price_cents: i64,
+    state: String,
 }
 
 /// Rows by (effective) state, for dashboards and the sold-out decision.
@@ -121,7 +130,7 @@ impl Store {
     /// Every seat of the event with its effective state, in seat order.
     pub async fn seat_map(&self, event: &EventId) -> Result<Vec<SeatView>, Error> {
         self.get_event(event).await?;
-        let rows = sqlx::query(self.sql(
+        let rows: Vec<SeatRow> = sqlx::query_as(self.sql(
             "select seat_id, section, row_label, number, price_cents, \
              case when state = 'held' and hold_expires_at <= NOW then 'available' else state end as state \
              from seats where event_id = $1 order by seat_id",
@@ -132,12 +141,12 @@ impl Store {
         rows.into_iter()
             .map(|r| {
                 Ok(SeatView {
-                    seat_id: trusted(r.try_get("seat_id")?)?,
-                    section: r.try_get("section")?,
-                    row_label: r.try_get("row_label")?,
-                    number: r.try_get("number")?,
-                    price_cents: r.try_get("price_cents")?,
-                    state: r.try_get("state")?,
+                    seat_id: trusted(r.seat_id)?,
+                    section: r.section,
+                    row_label: r.row_label,
+                    number: r.number,
+                    price_cents: r.price_cents,
+                    state: r.state,
                 })
             })
             .collect()
@@ -162,12 +171,12 @@ impl Store {
                 &mut out.attempts,
             ),
         ] {
-            for r in sqlx::query(self.sql(text))
+            for (k, n) in sqlx::query_as::<_, (String, i64)>(self.sql(text))
                 .bind(event.as_str())
                 .fetch_all(&self.pool)
                 .await?
             {
-                *map.entry(r.try_get("k")?).or_insert(0) += r.try_get::<i64, _>("n")?;
+                *map.entry(k).or_insert(0) += n;
             }
         }
         Ok(out)
@@ -178,14 +187,14 @@ impl Store {
     /// attempt, so one still open a while later means the provider cannot be reached: the
     /// seats stay in `paying` until it answers, and somebody must look.
     pub async fn overdue_attempts(&self, grace_s: i64) -> Result<i64, Error> {
-        let row = sqlx::query(self.sql(
+        let n: i64 = sqlx::query_scalar(self.sql(
             "select count(*) as n from payment_attempts \
              where state in ('pending', 'ambiguous', 'authorized') and abandon_at <= NOW - MSEC($1)",
         ))
         .bind(grace_s.saturating_mul(1000))
         .fetch_one(&self.pool)
         .await?;
-        Ok(row.try_get::<i64, _>("n")?)
+        Ok(n)
     }
 
     /// Attempts still open (pending, ambiguous, authorized) that began more than

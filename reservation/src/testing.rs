@@ -6,6 +6,9 @@ use sqlx::Connection;
 use crate::ids::{EventId, SessionId, TicketId};
 use crate::{NewEvent, NewSeat, Store, StoreOptions};
 
+/// The one statement `Store::hold` sends on PostgreSQL, for benches that send it raw.
+pub use crate::hold_pg::HOLD_SQL;
+
 /// `DATABASE_URL`, or the local default.
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL")

@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use sqlx::Row;
+use sqlx::FromRow;
 use sqlx::any::AnyRow;
 
 use crate::Error;
@@ -103,25 +103,40 @@ pub(crate) fn seat_list(json: &str) -> Result<Vec<SeatId>, Error> {
     Ok(serde_json::from_str(json)?)
 }
 
+/// A hold row as `hold_columns!` reads it.
+#[derive(sqlx::FromRow)]
+struct HoldRow {
+    hold_id: String,
+    event_id: String,
+    session_id: String,
+    receipt_key: String,
+    state: String,
+    seats: String,
+    total_cents: i64,
+    created_at_ms: i64,
+    expires_at_ms: i64,
+    max_expires_at_ms: i64,
+    order_id: Option<String>,
+    last_payment_error: Option<String>,
+}
+
 impl TryFrom<AnyRow> for Hold {
     type Error = Error;
     fn try_from(r: AnyRow) -> Result<Hold, Error> {
+        let r = HoldRow::from_row(&r)?;
         Ok(Hold {
-            hold_id: trusted(r.try_get("hold_id")?)?,
-            event_id: trusted(r.try_get("event_id")?)?,
-            session_id: trusted(r.try_get("session_id")?)?,
-            receipt_key: r.try_get("receipt_key")?,
-            state: r.try_get::<String, _>("state")?.parse()?,
-            seats: seat_list(&r.try_get::<String, _>("seats")?)?,
-            total_cents: r.try_get("total_cents")?,
-            created_at_ms: r.try_get("created_at_ms")?,
-            expires_at_ms: r.try_get("expires_at_ms")?,
-            max_expires_at_ms: r.try_get("max_expires_at_ms")?,
-            order_id: r
-                .try_get::<Option<String>, _>("order_id")?
-                .map(trusted)
-                .transpose()?,
-            last_payment_error: r.try_get("last_payment_error")?,
+            hold_id: trusted(r.hold_id)?,
+            event_id: trusted(r.event_id)?,
+            session_id: trusted(r.session_id)?,
+            receipt_key: r.receipt_key,
+            state: r.state.parse()?,
+            seats: seat_list(&r.seats)?,
+            total_cents: r.total_cents,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            max_expires_at_ms: r.max_expires_at_ms,
+            order_id: r.order_id.map(trusted).transpose()?,
+            last_payment_error: r.last_payment_error,
         })
     }
 }
@@ -157,23 +172,42 @@ macro_rules! attempt_columns {
 }
 pub(crate) use attempt_columns;
 
+/// An attempt row as `attempt_columns!` reads it.
+#[derive(sqlx::FromRow)]
+struct AttemptRow {
+    attempt_id: String,
+    hold_id: String,
+    event_id: String,
+    amount_cents: i64,
+    currency: String,
+    payment_method: String,
+    state: String,
+    provider_payment_id: Option<String>,
+    last_error: Option<String>,
+    created_at_ms: i64,
+    resolve_by_ms: i64,
+    abandon_at_ms: i64,
+    return_url: Option<String>,
+}
+
 impl TryFrom<AnyRow> for PaymentAttempt {
     type Error = Error;
     fn try_from(r: AnyRow) -> Result<PaymentAttempt, Error> {
+        let r = AttemptRow::from_row(&r)?;
         Ok(PaymentAttempt {
-            attempt_id: trusted(r.try_get("attempt_id")?)?,
-            hold_id: trusted(r.try_get("hold_id")?)?,
-            event_id: trusted(r.try_get("event_id")?)?,
-            amount_cents: r.try_get("amount_cents")?,
-            currency: r.try_get("currency")?,
-            payment_method: r.try_get("payment_method")?,
-            state: r.try_get::<String, _>("state")?.parse()?,
-            provider_payment_id: r.try_get("provider_payment_id")?,
-            last_error: r.try_get("last_error")?,
-            created_at_ms: r.try_get("created_at_ms")?,
-            resolve_by_ms: r.try_get("resolve_by_ms")?,
-            abandon_at_ms: r.try_get("abandon_at_ms")?,
-            return_url: r.try_get("return_url")?,
+            attempt_id: trusted(r.attempt_id)?,
+            hold_id: trusted(r.hold_id)?,
+            event_id: trusted(r.event_id)?,
+            amount_cents: r.amount_cents,
+            currency: r.currency,
+            payment_method: r.payment_method,
+            state: r.state.parse()?,
+            provider_payment_id: r.provider_payment_id,
+            last_error: r.last_error,
+            created_at_ms: r.created_at_ms,
+            resolve_by_ms: r.resolve_by_ms,
+            abandon_at_ms: r.abandon_at_ms,
+            return_url: r.return_url,
         })
     }
 }
@@ -203,19 +237,34 @@ macro_rules! order_columns {
 }
 pub(crate) use order_columns;
 
+/// An order row as `order_columns!` reads it.
+#[derive(sqlx::FromRow)]
+struct OrderRow {
+    order_id: String,
+    event_id: String,
+    hold_id: String,
+    attempt_id: String,
+    seats: String,
+    total_cents: i64,
+    status: String,
+    payment_status: String,
+    created_at_ms: i64,
+}
+
 impl TryFrom<AnyRow> for Order {
     type Error = Error;
     fn try_from(r: AnyRow) -> Result<Order, Error> {
+        let r = OrderRow::from_row(&r)?;
         Ok(Order {
-            order_id: trusted(r.try_get("order_id")?)?,
-            event_id: trusted(r.try_get("event_id")?)?,
-            hold_id: trusted(r.try_get("hold_id")?)?,
-            attempt_id: trusted(r.try_get("attempt_id")?)?,
-            seats: seat_list(&r.try_get::<String, _>("seats")?)?,
-            total_cents: r.try_get("total_cents")?,
-            status: r.try_get("status")?,
-            payment_status: r.try_get("payment_status")?,
-            created_at_ms: r.try_get("created_at_ms")?,
+            order_id: trusted(r.order_id)?,
+            event_id: trusted(r.event_id)?,
+            hold_id: trusted(r.hold_id)?,
+            attempt_id: trusted(r.attempt_id)?,
+            seats: seat_list(&r.seats)?,
+            total_cents: r.total_cents,
+            status: r.status,
+            payment_status: r.payment_status,
+            created_at_ms: r.created_at_ms,
         })
     }
 }

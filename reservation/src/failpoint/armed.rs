@@ -50,6 +50,11 @@ pub async fn hit(point: Point, scope: &str) -> Result<(), FailpointCrash> {
     }
 }
 
+/// Whether any scope has armed `point` and it has not fired yet.
+pub fn armed(point: Point) -> bool {
+    registry().keys().any(|(p, _)| *p == point)
+}
+
 /// Keeps a point armed; dropping it disarms the point if it has not fired yet.
 #[derive(Debug)]
 pub struct Armed {

@@ -1,0 +1,3 @@
+-- PostgreSQL's 0006 adds the hold function its store calls once a buyer's seats look free.
+-- SQLite is in-process: its store already answers losers with a plain read before any
+-- transaction, so nothing changes here.

@@ -1,0 +1,2 @@
+-- PostgreSQL's 0007 adds the server-side finalize. SQLite is in-process, so its store sends
+-- the statements itself; nothing changes here.
