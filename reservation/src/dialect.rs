@@ -39,6 +39,25 @@ const TOKENS: &[(&str, &str, &str)] = &[
 ];
 
 impl Dialect {
+    /// How a writing transaction starts. SQLite takes the write lock at the start (`immediate`)
+    /// so two writers queue instead of failing at their first write; PostgreSQL locks rows.
+    pub fn begin_write(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "begin",
+            Dialect::Sqlite => "begin immediate",
+        }
+    }
+
+    /// How a reading transaction that needs one consistent snapshot starts (a checker reading
+    /// several tables while the system is busy). A deferred SQLite transaction reads one
+    /// snapshot already; PostgreSQL's default takes a new one per statement.
+    pub fn begin_snapshot(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "begin isolation level repeatable read",
+            Dialect::Sqlite => "begin",
+        }
+    }
+
     /// A statement written with the tokens above, in this dialect (for tools and tests that
     /// read the rows directly; the store renders its own statements the same way).
     pub fn sql(self, text: &'static str) -> &'static str {

@@ -41,7 +41,7 @@ pub const HOLD_SQL: &str = "select (r).outcome, (r).seats, (r).event_id, (r).max
                                or (state = 'held' and hold_expires_at <= clock_timestamp())) \
                     order by seat_id) as seats) busy \
            offset 0) answer";
-const HOLD_GA_SQL: &str = "select * from fg_hold_ga($1, $2, $3, $4, $5)";
+const HOLD_GA_SQL: &str = "select * from fg_hold_ga_locked($1, $2, $3, $4, $5)";
 
 /// A seat list the server wrote.
 fn seat_list(json: Option<&str>) -> Result<Vec<SeatId>, Error> {

@@ -162,10 +162,13 @@ impl Store {
     /// A write transaction. On SQLite `BEGIN IMMEDIATE` takes the write lock up front, so two
     /// writers queue on the busy timeout instead of deadlocking on a lock upgrade.
     pub(crate) async fn begin(&self) -> Result<Tx, Error> {
-        Ok(match self.dialect {
-            Dialect::Postgres => self.pool.begin().await?,
-            Dialect::Sqlite => self.pool.begin_with("begin immediate").await?,
-        })
+        Ok(self.pool.begin_with(self.dialect.begin_write()).await?)
+    }
+
+    /// A read-only view of one consistent snapshot across tables, for checkers that read
+    /// while the system is busy. Roll it back when done.
+    pub async fn begin_snapshot(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, Error> {
+        Ok(self.pool.begin_with(self.dialect.begin_snapshot()).await?)
     }
 
     /// Runs one transaction body again while the database aborts it for reasons a retry

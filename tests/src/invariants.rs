@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use reservation::payments::simulator::Ledger;
-use reservation::{Dialect, EventId, Store};
+use reservation::{EventId, Store};
 use sqlx::Row;
 
 /// A seat row: (state, hold, attempt, order).
@@ -34,14 +34,10 @@ fn seats_of(json: &str) -> anyhow::Result<Vec<String>> {
 
 async fn snapshot(store: &Store, event: &EventId) -> anyhow::Result<Snapshot> {
     let dialect = store.dialect();
-    let mut tx = store.pool().begin().await?;
-    if store.dialect() == Dialect::Postgres {
-        sqlx::query("set transaction isolation level repeatable read")
-            .execute(&mut *tx)
-            .await?;
-    }
+    // One snapshot for every table, started and written in the store's dialect (its one
+    // mechanism for the differences: `begin_snapshot`, and tokens such as `NOW`).
+    let mut tx = store.begin_snapshot().await?;
     let ev = event.as_str();
-    // Statements in the store's dialect tokens (`NOW`), rendered by the store's one mechanism.
     let q = |s: &'static str| sqlx::query(dialect.sql(s));
     let mut snap = Snapshot {
         seats: BTreeMap::new(),

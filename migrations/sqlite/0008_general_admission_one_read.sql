@@ -1,0 +1,2 @@
+-- PostgreSQL's 0008 adds its general-admission hold function. SQLite is in-process, so its
+-- store sends the statements itself; nothing changes here.
