@@ -91,13 +91,12 @@ async fn money_violations(store: &Store, attempt: &AttemptId) -> Vec<String> {
             .fetch_one(store.pool())
             .await
             .expect("count sold seats");
-            let sales = sqlx::query_scalar::<_, i64>(
-                "select count(*) from sales where order_id = $1",
-            )
-            .bind(&order_id)
-            .fetch_one(store.pool())
-            .await
-            .expect("count sales");
+            let sales =
+                sqlx::query_scalar::<_, i64>("select count(*) from sales where order_id = $1")
+                    .bind(&order_id)
+                    .fetch_one(store.pool())
+                    .await
+                    .expect("count sales");
             if sold == 0 || sold != sales || sold != hold_seats {
                 out.push(format!(
                     "{a}: order {order_id}: {sold} seats sold, {sales} sales, hold lists {hold_seats}"
@@ -110,7 +109,9 @@ async fn money_violations(store: &Store, attempt: &AttemptId) -> Vec<String> {
             )
             .await;
             if captures != 1 {
-                out.push(format!("{a}: {captures} capture jobs for a confirmed order"));
+                out.push(format!(
+                    "{a}: {captures} capture jobs for a confirmed order"
+                ));
             }
             if abandoned_logs > 0 || compensations > 0 {
                 out.push(format!(
@@ -277,7 +278,10 @@ async fn control_an_unconditional_abandon_after_a_sale_is_caught() {
             .expect("the close reads the attempt");
     assert_eq!(read, "pending", "the close saw an open attempt");
     assert!(matches!(
-        store.finalize(&id, Some("pi_race")).await.expect("finalize"),
+        store
+            .finalize(&id, Some("pi_race"))
+            .await
+            .expect("finalize"),
         Finalized::Confirmed(_)
     ));
     assert_eq!(money_violations(&store, &id).await, Vec::<String>::new());
@@ -298,7 +302,9 @@ async fn control_an_unconditional_abandon_after_a_sale_is_caught() {
     tx.commit().await.expect("commit the naive close");
     let breaches = money_violations(&store, &id).await;
     assert!(
-        breaches.iter().any(|b| b.contains("the attempt is abandoned")),
+        breaches
+            .iter()
+            .any(|b| b.contains("the attempt is abandoned")),
         "the judge must catch a confirmed order marked abandoned: {breaches:?}"
     );
     // The store's own abandon, run now, changes nothing: the sale stands.
