@@ -333,3 +333,98 @@ async fn openapi_lists_every_route_and_the_router_knows_each() {
         "only {called} operations documented"
     );
 }
+
+/// Organizer numbers are bounded before anything is built: a block of 65,536 × 65,536 seats
+/// (its product overflows 32 bits) is refused at once with a 400 naming the bound, and the
+/// rules between settings hold for live changes as they do at creation.
+#[tokio::test]
+async fn organizer_numbers_are_bounded_and_checked_together() {
+    let app = spawn_app(Backends::Embedded).await;
+    let event = app.create_event(1, json!({})).await;
+    let seats = format!("/api/admin/events/{event}/seats");
+    let started = Instant::now();
+    let huge = json!({"generate": {"section": "A", "rows": 65_536, "per_row": 65_536, "price_cents": 100}});
+    let answer = app.send(app.admin(Method::POST, &seats).json(&huge)).await;
+    answer.expect_problem(400, "out_of_range");
+    assert_eq!(answer.body["max"], json!(100_000), "{answer:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "refused at once, not after building seats: {:?}",
+        started.elapsed()
+    );
+    for body in [
+        json!({"generate": {"section": "A", "rows": 317, "per_row": 317, "price_cents": 100}}),
+        json!({"generate": {"section": "A", "rows": 1, "per_row": 2, "price_cents": 100_000_001}}),
+        json!({"seats": [{"seat_id": "X1", "section": "A", "number": 1, "price_cents": 1_000_000_000}]}),
+    ] {
+        app.send(app.admin(Method::POST, &seats).json(&body))
+            .await
+            .expect_problem(400, "out_of_range");
+    }
+    let id: reservation::EventId = event.parse().expect("id");
+    assert_eq!(
+        app.store.seat_count(&id).await.expect("count"),
+        1,
+        "nothing added"
+    );
+
+    let admission = format!("/api/admin/events/{event}/admission");
+    app.send(app.admin(Method::PATCH, &admission).json(&json!({})))
+        .await
+        .expect_problem(400, "bad_request");
+    // The event keeps the defaults: max_hold_s 900 + abandon_s 600.
+    app.send(
+        app.admin(Method::PATCH, &admission)
+            .json(&json!({"session_s": 1_000})),
+    )
+    .await
+    .expect_problem(400, "bad_request");
+    app.send(
+        app.admin(Method::PATCH, &admission)
+            .json(&json!({"rate_per_min": 1_000_001})),
+    )
+    .await
+    .expect_problem(400, "out_of_range");
+    let ok = app
+        .send(
+            app.admin(Method::PATCH, &admission)
+                .json(&json!({"session_s": 1_500, "paused": true})),
+        )
+        .await
+        .expect(200);
+    assert_eq!(ok.body["session_s"], json!(1_500), "{ok:?}");
+
+    let create = |body: Value| app.admin(Method::POST, "/api/admin/events").json(&body);
+    let fresh = format!("ev-bounds-{}", uuid::Uuid::now_v7().simple());
+    app.send(create(
+        json!({"event": fresh, "name": "Too long", "admission": {"offer_s": 86_401}}),
+    ))
+    .await
+    .expect_problem(400, "out_of_range");
+    app.send(create(
+        json!({"event": fresh, "name": "Short", "max_hold_s": 600, "abandon_s": 600,
+        "admission": {"session_s": 1_000}}),
+    ))
+    .await
+    .expect_problem(400, "bad_request");
+}
+
+/// Two organizers creating one event id at the same instant: the primary key lets one in
+/// (201) and the other hears 409 `event_exists`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_event_id_is_a_conflict_decided_by_the_database() {
+    let app = spawn_app(Backends::Embedded).await;
+    for _ in 0..10 {
+        let event = format!("ev-twice-{}", uuid::Uuid::now_v7().simple());
+        let body = json!({"event": event, "name": "Twice"});
+        let (a, b) = tokio::join!(
+            app.send(app.admin(Method::POST, "/api/admin/events").json(&body)),
+            app.send(app.admin(Method::POST, "/api/admin/events").json(&body)),
+        );
+        let mut statuses = [a.status, b.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [201, 409], "{a:?} {b:?}");
+        let loser = if a.status == 409 { a } else { b };
+        loser.expect_problem(409, "event_exists");
+    }
+}

@@ -2,8 +2,6 @@
 //! every tick), the session counts that bound the meter, the checkpoint that survives a Redis
 //! loss, and the generated secrets a restart must not forget.
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::ids::{EventId, TicketId};
 use crate::session::Session;
@@ -23,6 +21,21 @@ pub struct AdmissionControl {
     pub fairness_seed: String,
 }
 
+/// `AdmissionControl` as read: booleans travel as integers (the Any driver does not decode
+/// SQLite's 0/1 as bool).
+#[derive(sqlx::FromRow)]
+struct ControlRow {
+    rate_per_min: i64,
+    max_active: i64,
+    session_s: i64,
+    offer_s: i64,
+    paused: i64,
+    closed: i64,
+    version: i64,
+    opens_at_ms: i64,
+    fairness_seed: String,
+}
+
 /// An organizer's live change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct AdmissionPatch {
@@ -34,8 +47,45 @@ pub struct AdmissionPatch {
     pub closed: Option<bool>,
 }
 
+impl AdmissionPatch {
+    /// At least one setting, each within its bound (`limits`). A rate or cap of 0 is a
+    /// valid live change (it stops new offers without pausing the line).
+    pub fn validate(&self) -> Result<(), Error> {
+        use crate::limits::{self as l, within};
+        let AdmissionPatch {
+            rate_per_min,
+            max_active,
+            session_s,
+            offer_s,
+            paused,
+            closed,
+        } = self;
+        if rate_per_min.is_none()
+            && max_active.is_none()
+            && session_s.is_none()
+            && offer_s.is_none()
+            && paused.is_none()
+            && closed.is_none()
+        {
+            return Err(Error::NothingToChange);
+        }
+        let bounded = [
+            ("rate_per_min", *rate_per_min, 0, l::RATE_PER_MIN),
+            ("max_active", *max_active, 0, l::MAX_ACTIVE),
+            ("session_s", *session_s, 1, l::SESSION_S),
+            ("offer_s", *offer_s, 1, l::OFFER_S),
+        ];
+        for (field, value, min, max) in bounded {
+            if let Some(v) = value {
+                within(field, v, min, max)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The durable trace of an event's queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct QueueCheckpoint {
     pub epoch: String,
     pub join_seq: i64,
@@ -47,8 +97,7 @@ impl Store {
         &self,
         event: &EventId,
     ) -> Result<Option<AdmissionControl>, Error> {
-        // Booleans travel as integers: the Any driver does not decode SQLite's 0/1 as bool.
-        let row = sqlx::query(self.sql(
+        let row = sqlx::query_as::<_, ControlRow>(self.sql(
             "select cast(c.rate_per_min as bigint) as rate_per_min, cast(c.max_active as bigint) as max_active, \
              cast(c.session_s as bigint) as session_s, cast(c.offer_s as bigint) as offer_s, \
              cast(case when c.paused then 1 else 0 end as bigint) as paused, \
@@ -59,20 +108,17 @@ impl Store {
         .bind(event.as_str())
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| {
-            Ok(AdmissionControl {
-                rate_per_min: r.try_get("rate_per_min")?,
-                max_active: r.try_get("max_active")?,
-                session_s: r.try_get("session_s")?,
-                offer_s: r.try_get("offer_s")?,
-                paused: r.try_get::<i64, _>("paused")? != 0,
-                closed: r.try_get::<i64, _>("closed")? != 0,
-                version: r.try_get("version")?,
-                opens_at_ms: r.try_get("opens_at_ms")?,
-                fairness_seed: r.try_get("fairness_seed")?,
-            })
-        })
-        .transpose()
+        Ok(row.map(|r| AdmissionControl {
+            rate_per_min: r.rate_per_min,
+            max_active: r.max_active,
+            session_s: r.session_s,
+            offer_s: r.offer_s,
+            paused: r.paused != 0,
+            closed: r.closed != 0,
+            version: r.version,
+            opens_at_ms: r.opens_at_ms,
+            fairness_seed: r.fairness_seed,
+        }))
     }
 
     /// Applies a live change and bumps the version every instance's next tick compares.
@@ -82,12 +128,19 @@ impl Store {
         event: &EventId,
         patch: &AdmissionPatch,
     ) -> Result<AdmissionControl, Error> {
+        patch.validate()?;
+        // The rule creation enforces, judged in the same statement against the event's own
+        // hold and abandon deadlines: a session outlives a hold's longest life plus its
+        // payment's abandon deadline, so no buyer loses their slot while paying. Only a change
+        // of `session_s` is judged, so a pause or a close is never refused.
         let done = sqlx::query(self.sql(
             "update admission_controls set \
              rate_per_min = coalesce($2, rate_per_min), max_active = coalesce($3, max_active), \
              session_s = coalesce($4, session_s), offer_s = coalesce($5, offer_s), \
              paused = coalesce($6, paused), closed = coalesce($7, closed), \
-             version = version + 1, updated_at = NOW where event_id = $1",
+             version = version + 1, updated_at = NOW where event_id = $1 \
+             and ($4 is null or $4 >= \
+                 (select e.max_hold_s + e.abandon_s from events e where e.event_id = $1))",
         ))
         .bind(event.as_str())
         .bind(patch.rate_per_min)
@@ -99,7 +152,10 @@ impl Store {
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 0 {
-            return Err(Error::EventNotFound);
+            return Err(match self.admission_control(event).await? {
+                Some(_) => Error::Inconsistent("session_s must be at least max_hold_s + abandon_s"),
+                None => Error::EventNotFound,
+            });
         }
         self.admission_control(event)
             .await?
@@ -108,25 +164,23 @@ impl Store {
 
     /// Sessions neither ended nor past their end: the slots in use.
     pub async fn active_sessions(&self, event: &EventId) -> Result<i64, Error> {
-        let row = sqlx::query(self.sql(
+        Ok(sqlx::query_scalar(self.sql(
             "select count(*) as n from admission_sessions \
              where event_id = $1 and ended_at is null and expires_at > NOW",
         ))
         .bind(event.as_str())
         .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get("n")?)
+        .await?)
     }
 
     /// Sessions ever opened for the event.
     pub async fn admitted_total(&self, event: &EventId) -> Result<i64, Error> {
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             self.sql("select count(*) as n from admission_sessions where event_id = $1"),
         )
         .bind(event.as_str())
         .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get("n")?)
+        .await?)
     }
 
     pub async fn session_of_ticket(
@@ -146,21 +200,14 @@ impl Store {
     }
 
     pub async fn load_checkpoint(&self, event: &EventId) -> Result<Option<QueueCheckpoint>, Error> {
-        let row =
-            sqlx::query(self.sql(
+        Ok(sqlx::query_as::<_, QueueCheckpoint>(
+            self.sql(
                 "select epoch, join_seq, served from admission_checkpoints where event_id = $1",
-            ))
-            .bind(event.as_str())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|r| {
-            Ok(QueueCheckpoint {
-                epoch: r.try_get("epoch")?,
-                join_seq: r.try_get("join_seq")?,
-                served: r.try_get("served")?,
-            })
-        })
-        .transpose()
+            ),
+        )
+        .bind(event.as_str())
+        .fetch_optional(&self.pool)
+        .await?)
     }
 
     /// Saves the checkpoint; the counters only move forward within one epoch, so a slow
@@ -198,16 +245,17 @@ impl Store {
         .bind(generated)
         .execute(&self.pool)
         .await?;
-        let row = sqlx::query(self.sql("select value from settings where name = $1"))
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.try_get("value")?)
+        Ok(
+            sqlx::query_scalar(self.sql("select value from settings where name = $1"))
+                .bind(name)
+                .fetch_one(&self.pool)
+                .await?,
+        )
     }
 }
 
 /// Seats by effective state, for the meter's sold-out decision.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct SeatAvailability {
     /// Available, or held under an expired hold.
     pub available: i64,
@@ -218,20 +266,16 @@ pub struct SeatAvailability {
 impl Store {
     /// One pass over the event's seats (the meter asks every tick).
     pub async fn seat_availability(&self, event: &EventId) -> Result<SeatAvailability, Error> {
-        let row = sqlx::query(self.sql(
+        Ok(sqlx::query_as::<_, SeatAvailability>(self.sql(
             "select \
              coalesce(sum(case when state = 'available' or (state = 'held' and hold_expires_at <= NOW) \
                  then 1 else 0 end), 0) as available, \
              coalesce(sum(case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
-                 then 1 else 0 end), 0) as busy \
+                 then 1 else 0 end), 0) as held_or_paying \
              from seats where event_id = $1",
         ))
         .bind(event.as_str())
         .fetch_one(&self.pool)
-        .await?;
-        Ok(SeatAvailability {
-            available: row.try_get("available")?,
-            held_or_paying: row.try_get("busy")?,
-        })
+        .await?)
     }
 }

@@ -19,6 +19,22 @@ pub enum Error {
     SoldOut,
     #[error("event not found")]
     EventNotFound,
+    /// The event id is taken (decided by the primary key, never by a prior read).
+    #[error("an event with this id exists")]
+    EventExists,
+    /// An organizer's number outside its documented bounds (see `limits`).
+    #[error("{field} must be between {min} and {max}")]
+    OutOfRange {
+        field: &'static str,
+        min: i64,
+        max: i64,
+    },
+    /// Settings that are each in range but break a rule between them.
+    #[error("{0}")]
+    Inconsistent(&'static str),
+    /// A change that names nothing to change.
+    #[error("the change names no setting")]
+    NothingToChange,
     #[error("session not found")]
     SessionNotFound,
     #[error("session has ended")]
@@ -70,6 +86,16 @@ impl Error {
             db.code().as_deref(),
             Some("40P01" | "40001" | "55P03" | "5" | "261" | "517" | "6" | "262")
         )
+    }
+}
+
+/// A unique violation of the events table's primary key: the id is taken.
+pub(crate) fn is_event_id_taken(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            db.constraint() == Some("events_pkey") || db.message().contains("events.event_id")
+        }
+        _ => false,
     }
 }
 

@@ -1,7 +1,6 @@
 //! Events (one on-sale each, with every setting defaulted) and their seats.
 
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use crate::Error;
 use crate::ids::{EventId, SeatId};
@@ -49,6 +48,49 @@ impl NewEvent {
     }
 }
 
+impl NewEvent {
+    /// Every setting within its bound (`limits`) and consistent with the others: a hold's
+    /// first life within its longest, and a session long enough for a hold's longest life
+    /// plus its payment's abandon deadline.
+    pub fn validate(&self) -> Result<(), Error> {
+        use crate::limits::{self as l, within};
+        within("hold_ttl_s", self.hold_ttl_s, 1, l::HOLD_S)?;
+        if let Some(ms) = self.hold_ttl_ms {
+            within("hold_ttl_ms", ms, 1, l::HOLD_S * 1000)?;
+        }
+        within("max_hold_s", self.max_hold_s, 1, l::HOLD_S)?;
+        within(
+            "max_seats_per_hold",
+            self.max_seats_per_hold,
+            1,
+            l::SEATS_PER_HOLD,
+        )?;
+        within("resolve_s", self.resolve_s, 1, l::RESOLVE_S)?;
+        within("abandon_s", self.abandon_s, 1, l::ABANDON_S)?;
+        within("rate_per_min", self.rate_per_min, 0, l::RATE_PER_MIN)?;
+        within("max_active", self.max_active, 0, l::MAX_ACTIVE)?;
+        within("session_s", self.session_s, 1, l::SESSION_S)?;
+        within("offer_s", self.offer_s, 1, l::OFFER_S)?;
+        if self.hold_ttl_s > self.max_hold_s {
+            return Err(Error::Inconsistent("hold_ttl_s must not exceed max_hold_s"));
+        }
+        if self.session_s < self.max_hold_s + self.abandon_s {
+            return Err(Error::Inconsistent(
+                "session_s must be at least max_hold_s + abandon_s",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl NewSeat {
+    fn validate(&self) -> Result<(), Error> {
+        use crate::limits::{self as l, within};
+        within("price_cents", self.price_cents, 0, l::PRICE_CENTS)?;
+        within("number", self.number, 0, l::SEAT_NUMBER)
+    }
+}
+
 /// An event as stored. `seed_commitment` = hex(sha256(`fairness_seed` as text)).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Event {
@@ -82,6 +124,7 @@ impl Store {
     /// Creates the event and its admission controls with a fresh fairness seed.
     #[tracing::instrument(skip_all, err, fields(event = %e.event_id))]
     pub async fn create_event(&self, e: NewEvent) -> Result<Event, Error> {
+        e.validate()?;
         let seed = hex::encode(rand::random::<[u8; 32]>());
         let commitment = hex::encode(Sha256::digest(seed.as_bytes()));
         let mut tx = self.begin().await?;
@@ -103,7 +146,15 @@ impl Store {
         .bind(&seed)
         .bind(&commitment)
         .execute(&mut *tx)
-        .await?;
+        .await
+        // Two organizers creating one id at once: the primary key lets exactly one in.
+        .map_err(|e| {
+            if crate::error::is_event_id_taken(&e) {
+                Error::EventExists
+            } else {
+                e.into()
+            }
+        })?;
         sqlx::query(
             "insert into admission_controls (event_id, rate_per_min, max_active, session_s, offer_s) \
              values ($1, $2, $3, $4, $5)",
@@ -134,8 +185,22 @@ impl Store {
     /// Adds seats; seats that already exist are left as they are (safe to repeat).
     /// Returns how many rows were new.
     #[tracing::instrument(skip_all, err, fields(event = %event, n = seats.len()))]
+    /// At most `limits::SEATS_PER_REQUEST` per call, and the event stays within
+    /// `limits::SEATS_PER_EVENT` (seats already there count, repeats included).
     pub async fn add_seats(&self, event: &EventId, seats: &[NewSeat]) -> Result<u64, Error> {
+        use crate::limits::{SEATS_PER_EVENT, SEATS_PER_REQUEST, within};
+        let asked = i64::try_from(seats.len()).unwrap_or(i64::MAX);
+        within("seats", asked, 1, SEATS_PER_REQUEST)?;
+        seats.iter().try_for_each(NewSeat::validate)?;
         self.get_event(event).await?;
+        let have = self.seat_count(event).await?;
+        if have.saturating_add(asked) > SEATS_PER_EVENT {
+            return Err(Error::OutOfRange {
+                field: "seats of the event",
+                min: 0,
+                max: SEATS_PER_EVENT,
+            });
+        }
         let mut added = 0;
         for chunk in seats.chunks(500) {
             let mut sql = String::from(
@@ -171,6 +236,7 @@ impl Store {
     }
 
     /// Adds `rows` × `per_row` seats named `{section}-{row}-{n}` (rows A, B, …, Z, AA, …).
+    /// The block is bounded (`limits::generated_seats`) before a single seat is built.
     pub async fn generate_seats(
         &self,
         event: &EventId,
@@ -179,7 +245,9 @@ impl Store {
         per_row: u32,
         price_cents: i64,
     ) -> Result<u64, Error> {
-        let mut seats = Vec::with_capacity((rows * per_row) as usize);
+        let n = crate::limits::generated_seats(rows, per_row)?;
+        crate::limits::within("price_cents", price_cents, 0, crate::limits::PRICE_CENTS)?;
+        let mut seats = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
         for r in 0..rows {
             let label = row_label(r);
             for n in 1..=per_row {
@@ -197,11 +265,12 @@ impl Store {
 
     /// How many seats the event has.
     pub async fn seat_count(&self, event: &EventId) -> Result<i64, Error> {
-        let row = sqlx::query("select count(*) as n from seats where event_id = $1")
-            .bind(event.as_str())
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.try_get("n")?)
+        Ok(
+            sqlx::query_scalar("select count(*) as n from seats where event_id = $1")
+                .bind(event.as_str())
+                .fetch_one(&self.pool)
+                .await?,
+        )
     }
 }
 

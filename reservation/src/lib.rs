@@ -23,7 +23,8 @@
 //! - `journal` — the event log and outbox rows written inside each transaction.
 //! - `reads`, `views` — holds, orders, attempts, seat map, counts, "stuck".
 //! - `ops_figures` — what the gateway samples for `/metrics`.
-//! - `idempotency` — stored answers for repeated POSTs.
+//! - `idempotency` — stored answers for repeated POSTs, reclaimable after a lease.
+//! - `limits` — the bounds of every number an organizer sets.
 //! - `testing` (feature) — fresh databases for tests.
 
 mod admission_state;
@@ -38,6 +39,7 @@ mod hold_pg;
 mod idempotency;
 mod ids;
 mod journal;
+pub mod limits;
 mod ops_figures;
 pub mod outbox;
 mod payment;
@@ -58,7 +60,7 @@ pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};
 pub use hold_life::Swept;
-pub use idempotency::Idempotency;
+pub use idempotency::{Idempotency, IdempotencyTiming};
 pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId};
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;

@@ -170,16 +170,7 @@ impl Store {
         tx: &mut Tx,
         attempt: &AttemptId,
     ) -> Result<(PaymentAttempt, HoldCtx), Error> {
-        let a: PaymentAttempt = sqlx::query(self.sql(concat!(
-            "select ",
-            attempt_columns!(),
-            " from payment_attempts where attempt_id = $1"
-        )))
-        .bind(attempt.as_str())
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or(Error::AttemptNotFound)?
-        .try_into()?;
+        let a = self.attempt_in(tx, attempt).await?;
         let h = self.hold_ctx(tx, a.hold_id.as_str()).await?;
         Ok((a, h))
     }
@@ -259,6 +250,14 @@ impl Store {
             return Ok(Finalized::Confirmed(order));
         }
         self.lock_seats(tx, &h.event_id, &h.seats).await?;
+        // Read again under the seat locks: a decline or abandon that committed while we waited
+        // has closed the attempt, and a closed attempt never sells.
+        if !is_open(self.attempt_state(tx, attempt).await?) {
+            return Ok(match self.order_of_attempt(tx, attempt).await? {
+                Some(order) => Finalized::Confirmed(order),
+                None => Finalized::SeatLost,
+            });
+        }
         let order_id = ids::generate("o");
         // All of the hold's seats or none: the count guard keeps a partial sale from being
         // written in a transaction that goes on to queue the void.
@@ -310,14 +309,22 @@ impl Store {
             .bind(&order_id)
             .execute(&mut **tx)
             .await?;
-        sqlx::query(self.sql(
+        let confirmed = sqlx::query(self.sql(
             "update payment_attempts set state = 'confirmed', \
-             provider_payment_id = coalesce($2, provider_payment_id), updated_at = NOW where attempt_id = $1",
+             provider_payment_id = coalesce($2, provider_payment_id), updated_at = NOW \
+             where attempt_id = $1 and state in ('pending', 'ambiguous', 'authorized')",
         ))
         .bind(a.attempt_id.as_str())
         .bind(provider_payment_id)
         .execute(&mut **tx)
         .await?;
+        if confirmed.rows_affected() != 1 {
+            // Every close takes the seat locks we hold, so this cannot happen; if it did, the
+            // caller's transaction must not commit a sale of a closed attempt.
+            return Err(Error::Storage(sqlx::Error::Protocol(
+                "payment attempt closed under the seat locks".into(),
+            )));
+        }
         self.log(
             tx,
             Entry {
@@ -390,6 +397,14 @@ impl Store {
             return Ok(a);
         }
         self.lock_seats(tx, &h.event_id, &h.seats).await?;
+        // The close decides, judged again under the seat locks: a finalize that committed while
+        // we waited has sold the seats, and its order stands untouched.
+        let Some(a) = self
+            .close_attempt(tx, &a.attempt_id, "declined", Some(reason))
+            .await?
+        else {
+            return self.attempt_in(tx, attempt).await;
+        };
         let until = h
             .expires_at_ms
             .max(h.now_ms + DECLINE_GRACE_MS)
@@ -414,9 +429,6 @@ impl Store {
         .bind(reason)
         .execute(&mut **tx)
         .await?;
-        let a = self
-            .close_attempt(tx, &a.attempt_id, "declined", Some(reason))
-            .await?;
         self.log(
             tx,
             Entry {
@@ -446,6 +458,16 @@ impl Store {
             return Ok(a);
         }
         self.lock_seats(&mut tx, &h.event_id, &h.seats).await?;
+        // The close decides, judged again under the seat locks: a finalize (or decline) that
+        // committed while we waited stands, and no seat it sold or gave back is freed.
+        let Some(a) = self
+            .close_attempt(&mut tx, &a.attempt_id, "abandoned", None)
+            .await?
+        else {
+            let stored = self.attempt_in(&mut tx, attempt).await?;
+            tx.commit().await?;
+            return Ok(stored);
+        };
         sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
              payment_attempt_id = null, version = version + 1 \
@@ -461,9 +483,6 @@ impl Store {
         .bind(&h.hold_id)
         .execute(&mut *tx)
         .await?;
-        let a = self
-            .close_attempt(&mut tx, &a.attempt_id, "abandoned", None)
-            .await?;
         self.log(
             &mut tx,
             Entry {
@@ -482,24 +501,48 @@ impl Store {
         Ok(a)
     }
 
+    /// The attempt's state as this transaction sees it now.
+    async fn attempt_state(&self, tx: &mut Tx, attempt: &AttemptId) -> Result<AttemptState, Error> {
+        Ok(self.attempt_in(tx, attempt).await?.state)
+    }
+
+    /// The attempt as stored, read inside `tx`.
+    async fn attempt_in(&self, tx: &mut Tx, attempt: &AttemptId) -> Result<PaymentAttempt, Error> {
+        sqlx::query(self.sql(concat!(
+            "select ",
+            attempt_columns!(),
+            " from payment_attempts where attempt_id = $1"
+        )))
+        .bind(attempt.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::AttemptNotFound)?
+        .try_into()
+    }
+
+    /// Closes an attempt that is still open, deciding on the row itself: `None` when it was
+    /// already final (a rival step won), and then nothing else may be written.
     async fn close_attempt(
         &self,
         tx: &mut Tx,
         attempt: &AttemptId,
         state: &str,
         error: Option<&str>,
-    ) -> Result<PaymentAttempt, Error> {
-        let closed: PaymentAttempt = sqlx::query(self.sql(concat!(
+    ) -> Result<Option<PaymentAttempt>, Error> {
+        let closed = sqlx::query(self.sql(concat!(
             "update payment_attempts set state = $2, last_error = coalesce($3, last_error), updated_at = NOW \
-             where attempt_id = $1 returning ",
+             where attempt_id = $1 and state in ('pending', 'ambiguous', 'authorized') returning ",
             attempt_columns!()
         )))
         .bind(attempt.as_str())
         .bind(state)
         .bind(error)
-        .fetch_one(&mut **tx)
-        .await?
-        .try_into()?;
+        .fetch_all(&mut **tx)
+        .await?;
+        let Some(row) = closed.into_iter().next() else {
+            return Ok(None);
+        };
+        let closed: PaymentAttempt = row.try_into()?;
         // Its authorize job, if it waits to try again, is owed nothing now: it will only look
         // for money a timed-out request may still create, which is not backlog.
         sqlx::query(
@@ -509,7 +552,7 @@ impl Store {
         .bind(attempt.as_str())
         .execute(&mut **tx)
         .await?;
-        Ok(closed)
+        Ok(Some(closed))
     }
 }
 

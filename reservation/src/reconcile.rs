@@ -10,7 +10,6 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::Row;
 use tokio::task::JoinSet;
 
 use crate::ids::{AttemptId, trusted};
@@ -81,6 +80,14 @@ struct Due {
     past_abandon: bool,
 }
 
+/// An open attempt past `resolve_by`, as the pass reads it.
+#[derive(sqlx::FromRow)]
+struct DueRow {
+    attempt_id: String,
+    event_id: String,
+    past_abandon: i64,
+}
+
 /// One pass over open attempts past `resolve_by`.
 #[tracing::instrument(skip_all, err)]
 pub async fn reconcile_once(
@@ -88,7 +95,7 @@ pub async fn reconcile_once(
     provider: &Provider,
     config: &ReconcileConfig,
 ) -> Result<Reconciled, Error> {
-    let rows = sqlx::query(store.sql(
+    let rows = sqlx::query_as::<_, DueRow>(store.sql(
         "select attempt_id, event_id, case when abandon_at <= NOW then 1 else 0 end as past_abandon \
          from payment_attempts where state in ('pending', 'ambiguous', 'authorized') and resolve_by <= NOW \
          order by resolve_by limit $1",
@@ -100,9 +107,9 @@ pub async fn reconcile_once(
         .into_iter()
         .map(|r| {
             Ok(Due {
-                attempt: trusted(r.try_get("attempt_id")?)?,
-                event_id: r.try_get("event_id")?,
-                past_abandon: r.try_get::<i64, _>("past_abandon")? == 1,
+                attempt: trusted(r.attempt_id)?,
+                event_id: r.event_id,
+                past_abandon: r.past_abandon == 1,
             })
         })
         .collect::<Result<_, Error>>()?;
@@ -188,7 +195,9 @@ async fn one(
     };
     let a = store.abandon(&d.attempt).await?;
     if a.state != AttemptState::Abandoned {
-        // Finalized or declined by the worker or a webhook in the meantime: theirs stands.
+        // Finalized or declined by the worker or a webhook in the meantime (abandon closes
+        // only an attempt still open, judged under the seat locks): theirs stands, and the
+        // money of a sale is its order's, never voided or refunded here.
         return Ok(match a.state {
             AttemptState::Declined => Did::Declined,
             _ => Did::Confirmed,
