@@ -112,7 +112,7 @@ async fn refused_and_unmatched_deliveries_change_nothing() {
         let got = intake(sig.as_deref(), body).await;
         match (what, &got) {
             (&"bad signature", Err(WebhookError::Signature(SignatureError::BadSignature)))
-            | (&"old timestamp", Err(WebhookError::Signature(SignatureError::TooOld)))
+            | (&"old timestamp", Err(WebhookError::Signature(SignatureError::Stale)))
             | (&"missing header", Err(WebhookError::Signature(SignatureError::Missing)))
             | (&"garbage header", Err(WebhookError::Signature(SignatureError::Malformed)))
             | (&"malformed body" | &"body not an event", Err(WebhookError::Malformed(_))) => {}

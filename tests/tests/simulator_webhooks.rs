@@ -154,7 +154,7 @@ async fn webhooks_are_signed_and_bad_or_old_signatures_fail() {
             &d.body,
             now() + webhook::TOLERANCE_S + 5
         ),
-        Err(SignatureError::TooOld)
+        Err(SignatureError::Stale)
     );
     assert_eq!(
         webhook::verify(SECRET.as_bytes(), None, &d.body, now()),
