@@ -80,6 +80,7 @@ export class QueueLink {
     }
     this.ws = ws;
     let fatal = false;
+    let replaced = false;
     let plannedDelay = null;
     ws.onopen = () => {
       clearTimeout(this.pollTimer);
@@ -98,6 +99,12 @@ export class QueueLink {
         plannedDelay = after + Math.random() * after;
         return;
       }
+      if (msg.type === 'replaced') {
+        // This page opened the line again elsewhere (another tab): that socket is the live
+        // one now; this page keeps up by polling instead of taking it back.
+        replaced = true;
+        return;
+      }
       if (msg.type === 'error') fatal = true;
       // The backoff starts over only once the server has spoken (it tells a socket its place
       // at once): a gateway or proxy that accepts sockets and drops them would otherwise reset
@@ -109,6 +116,11 @@ export class QueueLink {
     ws.onclose = () => {
       if (this.ws === ws) this.ws = null;
       if (this.stopped || fatal) return;
+      if (replaced) {
+        this.onConnection('polling');
+        this.schedulePoll(1);
+        return;
+      }
       if (plannedDelay !== null) {
         this.onConnection('reconnecting');
         this.wsTimer = setTimeout(() => this.connect(), plannedDelay);

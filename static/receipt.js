@@ -25,7 +25,9 @@ export async function renderConfirmed(event, hold, receipt, auth, price) {
   setText('order-total', order && typeof order.total_cents === 'number' ? price(order.total_cents) : '');
   const link = $('receipt-link');
   if (receipt) {
-    link.href = `/events/${encodeURIComponent(event)}?hold=${encodeURIComponent(hold.hold_id)}&receipt=${encodeURIComponent(receipt)}`;
+    // In the fragment, which the browser never sends: the key stays out of requests, logs and
+    // referrers (the gateway refuses a `receipt` query).
+    link.href = `/events/${encodeURIComponent(event)}#hold=${encodeURIComponent(hold.hold_id)}&receipt=${encodeURIComponent(receipt)}`;
     link.parentElement.hidden = false;
     try {
       localStorage.setItem(`floodgate:${event}:lastReceipt`, JSON.stringify(link.getAttribute('href')));

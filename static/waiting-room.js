@@ -35,7 +35,7 @@ function tick(fn) {
 
 async function boot() {
   for (const a of document.querySelectorAll('.fairness-link')) a.href = api('/fairness');
-  const params = new URLSearchParams(location.search);
+  const params = new URLSearchParams(location.hash.slice(1));
   if (params.get('receipt') && params.get('hold')) {
     await showReceipt(params.get('hold'), params.get('receipt'));
     return;
@@ -85,7 +85,8 @@ function landing() {
   setText('landing-seats', typeof info.seats_left === 'number' ? `${plural(info.seats_left, 'seat', 'seats')} left (this number may lag a little).` : '');
   const receipt = store.get('lastReceipt');
   $('landing-order').hidden = !receipt;
-  if (receipt) $('landing-order-link').href = receipt;
+  // Links stored before receipts moved to the fragment carried the key in the query.
+  if (receipt) $('landing-order-link').href = receipt.replace('?hold=', '#hold=');
   if (info.status === 'sold_out' || info.status === 'closed') {
     ended(info.status);
     return;

@@ -145,6 +145,27 @@ pub struct Config {
     /// escalated (`floodgate_payments_overdue`, an error log, flagged on the dashboard).
     #[arg(long, env = "FLOODGATE_PAYMENT_OVERDUE_S", default_value_t = 60)]
     pub payment_overdue_s: u32,
+
+    /// Seconds a client has to send a request's headers, from the connection's start or the
+    /// end of its last answer; a slower one is disconnected.
+    #[arg(long, env = "FLOODGATE_HEADER_TIMEOUT_S", default_value_t = 10)]
+    pub header_timeout_s: u64,
+
+    /// Connections open at once, waiting sockets included; more are closed as they arrive.
+    /// Leaves room under the process's 20,000 open files for TLS handshakes in progress, the
+    /// database pool and Redis.
+    #[arg(long, env = "FLOODGATE_MAX_CONNECTIONS", default_value_t = 16_000)]
+    pub max_connections: usize,
+
+    /// Waiting-room sockets open at once from one client address (an IPv6 /64 counts as one);
+    /// more are answered 429.
+    #[arg(long, env = "FLOODGATE_SOCKETS_PER_ADDRESS", default_value_t = 20)]
+    pub sockets_per_address: usize,
+
+    /// Sites that may show the pages in a frame, as CSP sources separated by spaces (such as
+    /// `'self' https://tickets.example.com`); `'none'` refuses every frame.
+    #[arg(long, env = "FLOODGATE_FRAME_ANCESTORS", default_value = crate::security_headers::NO_FRAMING)]
+    pub frame_ancestors: String,
 }
 
 impl Config {
@@ -181,6 +202,10 @@ impl Config {
             request_timeout_s: 10,
             organizer_timeout_s: 120,
             payment_overdue_s: 60,
+            header_timeout_s: 10,
+            max_connections: 16_000,
+            sockets_per_address: 20,
+            frame_ancestors: crate::security_headers::NO_FRAMING.to_owned(),
         }
     }
 
@@ -204,6 +229,14 @@ impl Config {
             reads: self.max_inflight_reads.max(1),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_s.max(1)),
             organizer_timeout: std::time::Duration::from_secs(self.organizer_timeout_s.max(1)),
+        }
+    }
+
+    /// What one connection may cost (`connections.rs`).
+    pub fn connection_limits(&self) -> crate::connections::ConnectionLimits {
+        crate::connections::ConnectionLimits {
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_s.max(1)),
+            max_connections: self.max_connections.max(1),
         }
     }
 
@@ -259,6 +292,13 @@ mod tests {
         let parsed = Config::parse_from(["gateway"]).budgets();
         let embedded = Config::embedded("127.0.0.1:0".parse().unwrap(), "sqlite:x.db").budgets();
         assert_eq!(format!("{parsed:?}"), format!("{embedded:?}"));
+        let parsed = Config::parse_from(["gateway"]);
+        let embedded = Config::embedded("127.0.0.1:0".parse().unwrap(), "sqlite:x.db");
+        assert_eq!(
+            format!("{:?}", parsed.connection_limits()),
+            format!("{:?}", embedded.connection_limits())
+        );
+        assert_eq!(parsed.sockets_per_address, embedded.sockets_per_address);
         let tuned = Config::parse_from(["gateway", "--max-inflight-joins", "7"]).budgets();
         assert_eq!(tuned.joins, 7);
     }

@@ -3,8 +3,10 @@
 //! # Layout
 //! - `config`: every setting as a flag and an environment variable; `payment_mode`: the
 //!   provider sold through, and the payment settings refused at start.
-//! - `listener`, `tls`, `shutdown`, `telemetry`: process plumbing (HTTPS when given a
+//! - `listener`, `connections`, `tls`, `shutdown`, `telemetry`: process plumbing (the serve
+//!   loop with its header deadline and connection cap; HTTPS when given a
 //!   certificate); `tls_roots`: the extra CA handed to every outbound TLS hop.
+//! - `security_headers`: the CSP, `nosniff` and referrer policy on every answer.
 //! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
@@ -16,7 +18,8 @@
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
 //! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
-//! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second.
+//! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
+//!   `socket_limits`: one live socket per ticket, and a cap per client address.
 
 pub mod admission_db;
 pub mod auth;
@@ -25,6 +28,7 @@ pub mod body;
 pub mod client_ip;
 pub mod clock;
 pub mod config;
+pub mod connections;
 pub mod demo;
 pub mod errors;
 pub mod extract;
@@ -41,18 +45,18 @@ pub mod request_span;
 pub mod routes;
 pub mod seat_cache;
 pub mod secrets;
+pub mod security_headers;
 pub mod shutdown;
 pub mod socket_feed;
+pub mod socket_limits;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod tls;
 pub mod tls_roots;
 
-use std::future::Future;
-use std::net::SocketAddr;
-
 use axum::Router;
+use std::future::Future;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -76,12 +80,16 @@ pub async fn run(
         (None, None) => None,
         _ => anyhow::bail!("FLOODGATE_TLS_CERT_FILE and FLOODGATE_TLS_KEY_FILE go together"),
     };
+    // Checked before anything starts, as the certificate is.
+    secrets::refuse_short(&config)?;
+    let csp = security_headers::csp_header(&config.frame_ancestors)?;
     let cancel = CancellationToken::new();
     let state = startup::build(&config, cancel.clone()).await?;
     let addr = listener.local_addr()?;
     startup::point_simulator_at(&state, addr, tls.is_some());
     let mut loops = startup::spawn_loops(&state, config.backpressure()).await?;
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    // Outermost, so every answer carries them: pages, API answers, errors, 404s.
+    let app = security_headers::apply(router(state), csp);
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(%addr, scheme, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();
@@ -90,24 +98,16 @@ pub async fn run(
         // Sockets hear `reconnect` and close; background loops finish their step.
         stop.cancel();
     };
-    let served = match tls {
-        None => {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stopping)
-                .await
-        }
-        // `tap_io` only to reach axum's `ConnectInfo<SocketAddr>` for any listener.
+    let limits = config.connection_limits();
+    match tls {
+        None => connections::serve(listener, app, limits, stopping).await,
         Some(config) => {
-            use axum::serve::ListenerExt;
-            let listener = tls::TlsListener::new(listener, config)?.tap_io(|_| {});
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stopping)
-                .await
+            let listener = tls::TlsListener::new(listener, config)?;
+            connections::serve(listener, app, limits, stopping).await;
         }
-    };
+    }
     cancel.cancel();
     while loops.join_next().await.is_some() {}
-    served?;
     Ok(())
 }
 

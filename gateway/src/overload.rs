@@ -201,7 +201,7 @@ impl Limit {
     }
 
     /// A permit, or `None` (counted as shed) when the group is full.
-    fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    pub(crate) fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let permit = self.permits.clone().try_acquire_owned().ok();
         self.pace.count(self.pace.now_s(), permit.is_none());
         permit

@@ -92,6 +92,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
         fanouts: crate::fanout::FanOuts::default(),
         socket_feeds: crate::socket_feed::SocketFeeds::default(),
+        sockets: crate::socket_limits::LiveSockets::new(config.sockets_per_address),
     })
 }
 

@@ -34,6 +34,8 @@ pub struct AppState {
     pub fanouts: FanOuts,
     /// Per-event snapshots for the waiting-room sockets, paced (`socket_feed.rs`).
     pub socket_feeds: SocketFeeds,
+    /// Waiting-room sockets open, by ticket and client address (`socket_limits.rs`).
+    pub sockets: Arc<crate::socket_limits::LiveSockets>,
 }
 
 /// Settings resolved at start (secrets from the configuration or the database).

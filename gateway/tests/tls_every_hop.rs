@@ -27,7 +27,7 @@ const PAYMENT_KEY: &str = "sk_test_tls";
 async fn https_simulator(pki: &Pki) -> (Simulator, HttpsServer) {
     let simulator = Simulator::new(SimulatorConfig {
         seed: 17,
-        webhook_secret: "whsec_tls".into(),
+        webhook_secret: "whsec_tls_0123456789abcdef0123456789".into(),
         knobs: Knobs {
             webhook_url: None,
             ..Knobs::default()
@@ -57,8 +57,8 @@ async fn start_gateway(mut config: Config, pki: &Pki) -> Gateway {
 fn config(database_url: String) -> Config {
     let mut config = Config::embedded(SocketAddr::from(([127, 0, 0, 1], 0)), database_url);
     config.organizer_key = Some(Secret::new("org_tls"));
-    config.token_secret = Some(Secret::new("tok_tls"));
-    config.webhook_secret = Some(Secret::new("whsec_tls"));
+    config.token_secret = Some(Secret::new("tok_tls_0123456789abcdef0123456789abcdef"));
+    config.webhook_secret = Some(Secret::new("whsec_tls_0123456789abcdef0123456789"));
     config.payment_key = Some(Secret::new(PAYMENT_KEY));
     config.join_limit_per_min = 0;
     config.demo = Some(false);

@@ -120,9 +120,9 @@ else
 fi
 
 # --- the payment simulator ------------------------------------------------------------------
-secret="whsec_faults_$$_$RANDOM$RANDOM"
+secret="whsec_faults_$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")"
 key="org_faults_$$_$RANDOM$RANDOM"
-token_secret="tok_faults_$$_$RANDOM$RANDOM$RANDOM"
+token_secret="tok_faults_$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")"
 target/debug/simulator --listen 127.0.0.1:0 --webhook-secret "$secret" --seed $$ \
   >"$scratch/sim.out" 2>"$scratch/sim.log" &
 track $!
@@ -143,6 +143,7 @@ start_gateway() { # index (1-based)
   env DATABASE_URL="$db_url" REDIS_URL="$redis_url" FLOODGATE_LISTEN="127.0.0.1:$port" \
     FLOODGATE_PAYMENT_URL="$sim_url" FLOODGATE_WEBHOOK_SECRET="$secret" FLOODGATE_ORGANIZER_KEY="$key" \
     FLOODGATE_TOKEN_SECRET="$token_secret" FLOODGATE_TRUSTED_PROXIES=127.0.0.0/8 FLOODGATE_DEMO=false \
+    FLOODGATE_SOCKETS_PER_ADDRESS=100000 \
     FLOODGATE_LOG=json RUST_LOG="${GATEWAY_LOG:-warn,gateway=info}" "${extra[@]}" \
     target/debug/gateway 2>>"$scratch/gateway-$i.log" &
   track $!

@@ -39,7 +39,7 @@ trap cleanup EXIT INT TERM
 
 psql "$server/postgres" -qc "create database $db" >/dev/null
 db_url="$server/$db"
-secret="whsec_soak_$$_$RANDOM$RANDOM"
+secret="whsec_soak_$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")"
 key="org_soak_$$_$RANDOM$RANDOM"
 
 # The simulator prints "simulator listening on http://127.0.0.1:PORT" once bound.
@@ -57,6 +57,7 @@ for i in $(seq "$GATEWAYS"); do
   DATABASE_URL="$db_url" REDIS_URL="$REDIS_URL" FLOODGATE_LISTEN=127.0.0.1:0 \
   FLOODGATE_PAYMENT_URL="$sim_url" FLOODGATE_WEBHOOK_SECRET="$secret" FLOODGATE_ORGANIZER_KEY="$key" \
   FLOODGATE_TRUSTED_PROXIES=127.0.0.0/8 FLOODGATE_DEMO=false FLOODGATE_LOG=json \
+  FLOODGATE_SOCKETS_PER_ADDRESS=100000 \
   RUST_LOG="${GATEWAY_LOG:-warn,gateway=info}" \
     "$bin/gateway" 2>"$scratch/gateway-$i.log" &
   pids+=($!)

@@ -42,7 +42,7 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
 
     let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
     let addr = listener.local_addr().unwrap();
-    let secret = "whsec_soak_smoke".to_owned();
+    let secret = "whsec_soak_smoke_0123456789abcdef0123".to_owned();
     let sim = spawn(SimServerConfig {
         simulator: SimulatorConfig {
             seed: 11,
@@ -70,6 +70,8 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
     config.webhook_secret = Some(Secret::new(secret));
     config.organizer_key = Some(Secret::new("org_soak_smoke"));
     config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    // Simulated buyers share a few source addresses.
+    config.sockets_per_address = 100_000;
     config.demo = Some(false);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gateway = tokio::spawn(gateway::run(config, listener, async move {

@@ -17,7 +17,7 @@ use reservation::payments::STRIPE_VERSION;
 use reservation::payments::simulator::SimulatorConfig;
 
 const KEY: &str = "sk_test_floodgate_library";
-const WEBHOOK_SECRET: &str = "whsec_floodgate_library";
+const WEBHOOK_SECRET: &str = "whsec_floodgate_library_0123456789abcdef";
 
 /// The interpreter with the `stripe` library, or a loud failure naming the fix.
 fn python() -> String {

@@ -89,12 +89,17 @@ impl GatewayProcess {
             .env("DATABASE_URL", &backends.database_url)
             .env("FLOODGATE_ORGANIZER_KEY", ORGANIZER_KEY)
             .env("FLOODGATE_TOKEN_SECRET", TOKEN_SECRET)
-            .env("FLOODGATE_WEBHOOK_SECRET", "whsec_bench")
+            .env(
+                "FLOODGATE_WEBHOOK_SECRET",
+                "whsec_bench_0123456789abcdef0123456789",
+            )
             .env(
                 "FLOODGATE_JOIN_LIMIT_PER_MIN",
                 join_limit_per_min.to_string(),
             )
             .env("FLOODGATE_TRUSTED_PROXIES", "127.0.0.0/8")
+            // Thousands of sockets share each source address.
+            .env("FLOODGATE_SOCKETS_PER_ADDRESS", "100000")
             .env("FLOODGATE_DEMO", "false")
             // The production default filter, whatever the shell running the bench has set.
             .env_remove("RUST_LOG")

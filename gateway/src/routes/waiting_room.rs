@@ -3,12 +3,14 @@
 //! wake-up per socket and no backend call; the backend is asked only when this buyer's turn may
 //! have come.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use rand::Rng;
@@ -19,11 +21,14 @@ use admission::{Admission, EventState, QueueClaims, QueueStatus, Snapshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth;
+use crate::client_ip::client_ip;
 use crate::clock::rfc3339;
 use crate::extract::PathId;
 use crate::fanout::FanOut;
+use crate::overload::{Group, Limit};
 use crate::problem::Problem;
 use crate::socket_feed::SocketFeeds;
+use crate::socket_limits::{AddressSlot, TicketSeat};
 use crate::state::AppState;
 
 /// Read buffer per socket: tungstenite's 128 KiB default would cost ≈137 KB per idle buyer.
@@ -32,6 +37,8 @@ const MAX_FRAME: usize = 1024;
 const PING_EVERY: Duration = Duration::from_secs(25);
 /// Client messages allowed per second before the socket is closed as a flood.
 const MAX_MESSAGES_PER_S: u32 = 5;
+/// How soon a client refused for having too many sockets open is told to try again.
+const SOCKETS_RETRY_S: u64 = 10;
 /// Places from the front within which a socket hears every tick rather than the paced feed:
 /// a handful of sockets at any time, whatever the crowd.
 const NEAR_FRONT: u64 = 100;
@@ -48,12 +55,15 @@ struct TokenQuery {
 async fn upgrade(
     State(state): State<AppState>,
     PathId(event): PathId,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Query(query): Query<TokenQuery>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, Problem> {
+    let slot = address_slot(&state, peer, &headers)?;
     // Only the code of a refusal is kept: a whole `Problem` would size every socket's task.
     let checked = auth::queued(&state, &event, query.token.as_deref())
-        .map(|claims| Box::new(Buyer::new(&state, claims)))
+        .map(|claims| Box::new(Buyer::new(&state, claims, slot)))
         .map_err(|problem| problem.code);
     Ok(ws
         .read_buffer_size(READ_BUFFER)
@@ -68,6 +78,25 @@ async fn upgrade(
         }))
 }
 
+/// This socket's share of its client address, refused (before the upgrade) past the cap.
+fn address_slot(
+    state: &AppState,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+) -> Result<AddressSlot, Problem> {
+    let address = client_ip(peer, headers, &state.settings.trusted_proxies);
+    state.sockets.reserve(address).ok_or_else(|| {
+        metrics::counter!("floodgate_rejections_total", "status" => "429", "reason" => "sockets_per_address")
+            .increment(1);
+        Problem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many waiting-room sockets open from this address",
+        )
+        .retry_after(SOCKETS_RETRY_S)
+    })
+}
+
 /// What a waiting socket keeps for its whole life, and nothing more (not the `AppState`):
 /// thousands of sockets idle at once, each holding it. Boxed, so the socket's task carries a
 /// pointer where the upgrade closure and `serve` would each have held a copy.
@@ -76,16 +105,24 @@ struct Buyer {
     shutdown: CancellationToken,
     fanout: Arc<FanOut>,
     socket_feeds: SocketFeeds,
+    /// The budget `POST …/claim` is shed by: a claim over the socket spends the same.
+    claim_budget: Option<Limit>,
+    /// The one live socket of this ticket, until a newer one replaces it.
+    ticket: TicketSeat,
+    _address: AddressSlot,
     claims: QueueClaims,
 }
 
 impl Buyer {
-    fn new(state: &AppState, claims: QueueClaims) -> Self {
+    fn new(state: &AppState, claims: QueueClaims, address: AddressSlot) -> Self {
         Buyer {
             admission: state.admission.clone(),
             shutdown: state.shutdown.clone(),
             fanout: state.fanouts.of(&claims.event),
             socket_feeds: state.socket_feeds.clone(),
+            claim_budget: state.guard.limit(Group::Reservations).cloned(),
+            ticket: state.sockets.take_ticket(&claims.event, &claims.ticket_id),
+            _address: address,
             claims,
         }
     }
@@ -175,6 +212,10 @@ async fn serve(buyer: Box<Buyer>, mut socket: WebSocket) {
                 Box::pin(reconnect(&mut socket)).await;
                 return;
             }
+            () = buyer.ticket.replaced() => {
+                Box::pin(replaced(&mut socket)).await;
+                return;
+            }
             changed = paced.changed(), if !told.near_front() => {
                 if changed.is_err() {
                     return;
@@ -250,6 +291,13 @@ async fn reconnect(socket: &mut WebSocket) {
         .send(text(&json!({"type": "reconnect", "after_ms": after_ms})))
         .await;
     close(socket, close_code::RESTART, "reconnect").await;
+}
+
+/// A newer socket of the same ticket took over (another tab, or a script opening many): this
+/// one says why it ends, so the page stops reconnecting and leaves the line to the newer.
+async fn replaced(socket: &mut WebSocket) {
+    let _ = socket.send(text(&json!({"type": "replaced"}))).await;
+    close(socket, close_code::NORMAL, "replaced").await;
 }
 
 fn is_claim(body: &str) -> bool {
@@ -374,6 +422,17 @@ async fn send_status(told: &mut Told, socket: &mut WebSocket, status: &'static s
 }
 
 async fn claim(buyer: &Buyer, told: &mut Told, socket: &mut WebSocket) -> bool {
+    // Held while the claim runs, as the HTTP route's permit is; a full budget sheds it.
+    let _permit = match buyer.claim_budget.as_ref().map(Limit::admit) {
+        Some(None) => {
+            metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "reservations")
+                .increment(1);
+            let shed = json!({"type": "error", "code": "overloaded"});
+            return socket.send(text(&shed)).await.is_ok();
+        }
+        Some(Some(permit)) => Some(permit),
+        None => None,
+    };
     let message = match buyer.admission.claim(&buyer.claims).await {
         Ok(admitted) => {
             metrics::counter!("floodgate_claims_total").increment(1);
