@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use time::OffsetDateTime;
@@ -46,6 +47,9 @@ pub(crate) struct EventHandle {
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
+    /// Ticked by the meter: the event exists and its queue is not closed (a tick that finds it
+    /// closed clears this; the list of open events read each second sets it again).
+    pub(crate) metered: AtomicBool,
 }
 
 pub(crate) struct Inner {
@@ -57,6 +61,16 @@ pub(crate) struct Inner {
     /// Wakes `run_meter` early (a session ended, so a slot is free).
     pub(crate) wake: tokio::sync::Notify,
     pub(crate) pressure: crate::pressure::PressureCell,
+    /// Ticks run since start, for `/metrics`.
+    pub(crate) ticks: AtomicU64,
+}
+
+/// What the meter is doing, for `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MeterFigures {
+    /// Events this instance ticks: they exist in the database and their queue is not closed.
+    pub events: usize,
+    pub ticks_total: u64,
 }
 
 /// The waiting room. Cheap to clone; one per gateway process.
@@ -96,10 +110,14 @@ impl Admission {
                 events: Mutex::new(HashMap::new()),
                 wake: tokio::sync::Notify::new(),
                 pressure: Default::default(),
+                ticks: AtomicU64::new(0),
             }),
         })
     }
 
+    /// The event's handle, created if this instance has none yet. Only for an event the
+    /// database is known to hold (a read found it, or a token this service signed names it):
+    /// a handle is metered until a tick finds the event closed or gone.
     pub(crate) fn handle(&self, event: &str) -> Arc<EventHandle> {
         let mut events = lock(&self.inner.events);
         if let Some(h) = events.get(event) {
@@ -117,22 +135,65 @@ impl Admission {
                     outflow: Mutex::new(Outflow::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
                     recovering: tokio::sync::Mutex::new(()),
+                    metered: AtomicBool::new(true),
                 })
             })
             .clone()
     }
 
+    /// The event's handle if this instance knows the event; never creates one.
+    pub(crate) fn lookup(&self, event: &str) -> Option<Arc<EventHandle>> {
+        lock(&self.inner.events).get(event).cloned()
+    }
+
+    /// Forgets an event the database no longer holds: its feed closes once nobody reads it.
+    pub(crate) fn forget(&self, event: &str) {
+        lock(&self.inner.events).remove(event);
+    }
+
+    /// The events the meter ticks, by name.
+    pub(crate) fn metered_events(&self) -> Vec<String> {
+        lock(&self.inner.events)
+            .iter()
+            .filter(|(_, h)| h.metered.load(Ordering::Relaxed))
+            .map(|(event, _)| event.clone())
+            .collect()
+    }
+
+    /// Events ticked and ticks run, for `/metrics`.
+    pub fn meter_figures(&self) -> MeterFigures {
+        let events = lock(&self.inner.events)
+            .values()
+            .filter(|h| h.metered.load(Ordering::Relaxed))
+            .count();
+        MeterFigures {
+            events,
+            ticks_total: self.inner.ticks.load(Ordering::Relaxed),
+        }
+    }
+
     /// The change feed: one new value per tick of this event (the meter must run). Shared
-    /// behind an `Arc` so thousands of sockets read one snapshot without copying it.
+    /// behind an `Arc` so thousands of sockets read one snapshot without copying it. For an
+    /// event known to exist (a read found it, or a signed token names it): subscribing
+    /// registers it with this instance's meter, which forgets it again if the database does
+    /// not hold it.
     pub fn subscribe(&self, event: &str) -> watch::Receiver<Arc<Snapshot>> {
         self.handle(event).feed.subscribe()
     }
 
-    /// Controls as of the last tick (read from the database on first use).
-    pub(crate) async fn control(&self, event: &str) -> Result<Arc<Control>, AdmissionError> {
-        let h = self.handle(event);
-        if let Some(c) = lock(&h.control).clone() {
-            return Ok(c);
+    /// The event's handle and controls as of the last tick. An event this instance has not
+    /// seen is looked up in the database once; an unknown one is refused and leaves nothing
+    /// behind (no handle, no meter tick, no cached "no"), so made-up ids cost only their
+    /// request. A known event costs no query here: the meter refreshes its controls.
+    pub(crate) async fn known(
+        &self,
+        event: &str,
+    ) -> Result<(Arc<EventHandle>, Arc<Control>), AdmissionError> {
+        if let Some(h) = self.lookup(event) {
+            let cached = lock(&h.control).clone();
+            if let Some(c) = cached {
+                return Ok((h, c));
+            }
         }
         let c = Arc::new(
             self.inner
@@ -141,8 +202,24 @@ impl Admission {
                 .await?
                 .ok_or(AdmissionError::UnknownEvent)?,
         );
-        *lock(&h.control) = Some(c.clone());
-        Ok(c)
+        let h = self.handle(event);
+        let cached = {
+            let mut slot = lock(&h.control);
+            match slot.as_ref() {
+                // A tick stored a newer row meanwhile: keep it.
+                Some(newer) if newer.version >= c.version => newer.clone(),
+                _ => {
+                    *slot = Some(c.clone());
+                    c
+                }
+            }
+        };
+        Ok((h, cached))
+    }
+
+    /// Controls as of the last tick (read from the database on first use).
+    pub(crate) async fn control(&self, event: &str) -> Result<Arc<Control>, AdmissionError> {
+        Ok(self.known(event).await?.1)
     }
 
     pub(crate) fn now(&self) -> UnixMs {
@@ -161,8 +238,8 @@ impl Admission {
         if let Err(retry_after_s) = self.inner.limiter.check(client) {
             return Err(AdmissionError::RateLimited { retry_after_s });
         }
-        let control = self.control(event).await?;
-        let snap = self.handle(event).feed.borrow().clone();
+        let (handle, control) = self.known(event).await?;
+        let snap = handle.feed.borrow().clone();
         match snap.state {
             EventState::Closed => return Err(AdmissionError::QueueClosed),
             EventState::SoldOut => return Err(AdmissionError::SoldOut),
@@ -171,11 +248,10 @@ impl Admission {
             _ => {}
         }
         let ticket_id = match key {
-            // Keyed by the secret seed: a client cannot grind keys for a good rank.
-            Some(k) => fairness::rank_key(&control.seed, &format!("idem:{event}:{k}"))[..16]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
+            // Keyed by a secret that is never revealed (unlike the seed, published at opening),
+            // so nobody can compute another buyer's ticket from their key or grind keys for a
+            // good rank.
+            Some(k) => self.inner.cfg.keys.keyed_ticket_id(event, k),
             // 128 random bits from the thread-local generator (no syscall per join).
             None => format!("{:032x}", rand::random::<u128>()),
         };
@@ -249,6 +325,15 @@ impl Admission {
         }))
     }
 
+    /// Whether the queue backend answers (always, in memory): for readiness, asked by one
+    /// background probe, never per request.
+    pub async fn ping_backend(&self) -> Result<(), AdmissionError> {
+        match &self.inner.backend {
+            Backend::Memory(_) => Ok(()),
+            Backend::Redis(redis) => Ok(redis.ping().await?),
+        }
+    }
+
     /// Checks a queue token for `event`. `None` or empty → `TokenMissing`.
     pub fn verify_queue_token(
         &self,
@@ -285,12 +370,15 @@ impl Admission {
             .verify_admission(token, None, self.now())
     }
 
-    /// The seed commitment, and the seed once the queue has opened.
+    /// The seed commitment, and the seed once the queue has opened by the clock that judges
+    /// pre-queue membership (the backend's, as the last tick read it), never this process's:
+    /// revealed a moment early, the seed would let a late joiner see the order it joins.
     pub async fn fairness(&self, event: &str) -> Result<Fairness, AdmissionError> {
-        let c = self.control(event).await?;
+        let (handle, c) = self.known(event).await?;
+        let opened = handle.feed.borrow().opened;
         Ok(Fairness {
             seed_commitment: fairness::seed_commitment(&c.seed),
-            seed: (self.now() >= ms(c.opens_at)).then(|| c.seed.clone()),
+            seed: opened.then(|| c.seed.clone()),
         })
     }
 }

@@ -67,6 +67,8 @@ impl Availability {
 pub trait AdmissionDb: Send + Sync + 'static {
     /// `None` for an unknown event.
     async fn control(&self, event: &str) -> Result<Option<Control>, DbError>;
+    /// Events whose queue is not closed: the ones the meter ticks.
+    async fn open_events(&self) -> Result<Vec<String>, DbError>;
     /// Inserts the session or returns the existing one for this ticket (the fence against
     /// admitting anyone twice, whatever Redis forgot).
     async fn open_session(

@@ -33,7 +33,7 @@ mod turn;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use admission::{Admission, Admitted, Joined};
+pub use admission::{Admission, Admitted, Joined, MeterFigures};
 pub use clock::{Clock, UnixMs};
 pub use config::AdmissionConfig;
 pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};

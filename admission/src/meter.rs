@@ -2,8 +2,10 @@
 //! Redis wipe cannot undo a pause), lapses stale offers, makes new ones in queue order within
 //! rate and cap, publishes one snapshot, and checkpoints. Also the Redis-loss recovery.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
@@ -23,16 +25,19 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Admission {
-    /// One meter step for one event. `run_meter` calls it for every known event; tests call it
-    /// directly with steered time.
-    #[tracing::instrument(skip_all, err, fields(event))]
+    /// One meter step for one event. `run_meter` calls it for every open event; tests call it
+    /// directly with steered time. An event the database does not hold is forgotten here; a
+    /// closed one gets this last tick (its sockets hear "closed") and leaves the meter.
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
     pub async fn tick(&self, event: &str) -> Result<TickReport, AdmissionError> {
         let db = &self.inner.db;
-        let control = db
-            .control(event)
-            .await?
-            .ok_or(AdmissionError::UnknownEvent)?;
+        let Some(control) = db.control(event).await? else {
+            self.forget(event);
+            return Err(AdmissionError::UnknownEvent);
+        };
+        self.inner.ticks.fetch_add(1, Ordering::Relaxed);
         let handle = self.handle(event);
+        handle.metered.store(!control.closed, Ordering::Relaxed);
         *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let active = db.active_sessions(event).await?;
         let sold_out = db.availability(event).await?.sold_out();
@@ -177,11 +182,28 @@ impl Admission {
         Ok(())
     }
 
-    /// Ticks every known event (joined, subscribed or ticked here) every `tick_interval` until
-    /// `shutdown` resolves; evicts stale join-limit keys once a minute.
+    /// Reads which events are open and meters them: an event opened on another instance, or
+    /// reopened, starts ticking here within a second.
+    async fn refresh_open_events(&self) {
+        match self.inner.db.open_events().await {
+            Ok(events) => {
+                for event in events {
+                    self.handle(&event).metered.store(true, Ordering::Relaxed);
+                }
+            }
+            Err(error) => tracing::debug!(%error, "listing open events failed"),
+        }
+    }
+
+    /// Ticks every open event every `tick_interval` until `shutdown` resolves (events leave
+    /// the meter when closed or gone); reads the open events once a second; evicts stale
+    /// join-limit keys once a minute.
     pub async fn run_meter(&self, shutdown: impl Future<Output = ()>) {
         let mut every = tokio::time::interval(self.inner.cfg.tick_interval);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut refresh = tokio::time::interval(OPEN_EVENTS_EVERY);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing = TickFailures::default();
         let mut evict = tokio::time::interval(Duration::from_secs(60));
         tokio::pin!(shutdown);
         // Another instance offered: tick now so this one's sockets hear it at once.
@@ -201,6 +223,7 @@ impl Admission {
             tokio::select! {
                 () = &mut shutdown => return,
                 _ = evict.tick() => self.inner.limiter.evict_stale(),
+                _ = refresh.tick() => self.refresh_open_events().await,
                 _ = async {
                     tokio::select! {
                         _ = every.tick() => {}
@@ -208,12 +231,49 @@ impl Admission {
                         () = heard(&mut news) => {}
                     }
                 } => {
-                    let events: Vec<String> = lock(&self.inner.events).keys().cloned().collect();
-                    for event in events {
-                        if let Err(error) = self.tick(&event).await {
-                            tracing::warn!(event, %error, "tick failed");
-                        }
+                    for event in self.metered_events() {
+                        let outcome = self.tick(&event).await;
+                        failing.note(&event, outcome.err());
                     }
+                }
+            }
+        }
+    }
+}
+
+/// How often the meter reads which events are open.
+const OPEN_EVENTS_EVERY: Duration = Duration::from_secs(1);
+
+/// A tick failing ten times a second (the database is down) is logged when it starts, every
+/// `REPEAT_EVERY` while it lasts, and when it ends: one line per event, not a flood.
+#[derive(Default)]
+struct TickFailures {
+    last_logged: HashMap<String, Instant>,
+}
+
+impl TickFailures {
+    const REPEAT_EVERY: Duration = Duration::from_secs(10);
+
+    fn note(&mut self, event: &str, error: Option<AdmissionError>) {
+        match error {
+            None => {
+                if self.last_logged.remove(event).is_some() {
+                    tracing::info!(event, "ticks succeed again");
+                }
+            }
+            Some(AdmissionError::UnknownEvent) => {
+                self.last_logged.remove(event);
+                tracing::debug!(event, "event gone from the database; no longer metered");
+            }
+            Some(error) => {
+                let now = Instant::now();
+                let due = self
+                    .last_logged
+                    .get(event)
+                    .is_none_or(|at| now.duration_since(*at) >= Self::REPEAT_EVERY);
+                if due {
+                    tracing::warn!(event, %error, "tick failed (repeats are logged every 10 s)");
+                    self.last_logged.insert(event.to_owned(), now);
                 }
             }
         }

@@ -101,6 +101,16 @@ impl AdmissionDb for MemoryDb {
         Ok(self.lock().controls.get(event).cloned())
     }
 
+    async fn open_events(&self) -> Result<Vec<String>, DbError> {
+        Ok(self
+            .lock()
+            .controls
+            .iter()
+            .filter(|(_, c)| !c.closed)
+            .map(|(event, _)| event.clone())
+            .collect())
+    }
+
     async fn open_session(
         &self,
         event: &str,

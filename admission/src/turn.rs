@@ -40,8 +40,8 @@ impl Admission {
     /// Where this token stands now. Also re-registers a place Redis lost.
     #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn status(&self, claims: &QueueClaims) -> Result<Status, AdmissionError> {
-        let control = self.control(&claims.event).await?;
-        let snap = self.handle(&claims.event).feed.borrow().clone();
+        let (handle, control) = self.known(&claims.event).await?;
+        let snap = handle.feed.borrow().clone();
         if control.closed || snap.state == EventState::Closed {
             return Ok(status::build(QueueStatus::Closed, None, None, None));
         }
@@ -137,7 +137,10 @@ impl Admission {
         control: &Control,
     ) -> Result<AdmissionError, AdmissionError> {
         let (state, _) = self.ticket_state(claims, control).await?;
-        let snap_state = self.handle(&claims.event).feed.borrow().state;
+        let snap_state = self
+            .lookup(&claims.event)
+            .map(|h| h.feed.borrow().state)
+            .unwrap_or_default();
         Ok(match state {
             TicketState::Lapsed => AdmissionError::OfferLapsed,
             _ if snap_state == EventState::SoldOut => AdmissionError::SoldOut,

@@ -61,6 +61,11 @@ impl AdmissionDb for StoreAdmissionDb {
         }))
     }
 
+    async fn open_events(&self) -> Result<Vec<String>, DbError> {
+        let live = self.store.live_event_limits().await.map_err(db_error)?;
+        Ok(live.into_iter().map(|e| e.event_id).collect())
+    }
+
     async fn open_session(
         &self,
         event: &str,

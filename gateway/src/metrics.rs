@@ -146,6 +146,15 @@ fn describe() {
         "floodgate_inflight_limit",
         "in-flight budget per route group (beyond it: 503 overloaded)"
     );
+    describe_gauge!(
+        "floodgate_meter_events",
+        "events this instance's meter ticks (they exist and their queue is not closed)"
+    );
+    describe_counter!("floodgate_meter_ticks_total", "meter ticks run, all events");
+    describe_gauge!(
+        "floodgate_seat_cache_events",
+        "events with a cached seat map on this instance"
+    );
     register_zeroes();
 }
 

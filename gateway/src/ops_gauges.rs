@@ -45,6 +45,10 @@ pub struct Sampler {
 impl Sampler {
     /// One sample of everything; failures are logged and the next second tries again.
     pub async fn sample(&mut self, state: &AppState) {
+        let meter = state.admission.meter_figures();
+        metrics::gauge!("floodgate_meter_events").set(meter.events as f64);
+        metrics::counter!("floodgate_meter_ticks_total").absolute(meter.ticks_total);
+        metrics::gauge!("floodgate_seat_cache_events").set(state.seats.len() as f64);
         self.queues(state).await;
         if let Err(error) = self.database(state).await {
             tracing::debug!(%error, "metrics sample of the database failed");
@@ -71,7 +75,7 @@ impl Sampler {
         for limits in events {
             let (event, rate, max_active) =
                 (limits.event_id, limits.rate_per_min, limits.max_active);
-            // Subscribing registers the event with this instance's meter, as a buyer would.
+            // An open event the database lists: the meter ticks it already.
             let snapshot = state.admission.subscribe(&event).borrow().clone();
             if snapshot.at_ms == 0 {
                 continue; // not ticked here yet

@@ -64,9 +64,38 @@ impl SeatCache {
         if let Some(snapshot) = cached.as_ref().filter(|s| s.taken_at.elapsed() < MAX_AGE) {
             return Ok(snapshot.clone());
         }
-        let fresh = load().await?;
-        *cached = Some(fresh.clone());
-        Ok(fresh)
+        match load().await {
+            Ok(fresh) => {
+                *cached = Some(fresh.clone());
+                Ok(fresh)
+            }
+            Err(error) => {
+                // Nothing is kept for an event that failed to load (an unknown id above all):
+                // a flood of made-up ids must leave no entry behind.
+                if cached.is_none() {
+                    let mut entries = self
+                        .entries
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if entries.get(event).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                        entries.remove(event);
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Events with a cached entry (or a load under way).
+    pub fn len(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Forget an event's snapshot (after an organizer adds seats).
@@ -108,6 +137,20 @@ mod tests {
             assert_eq!(task.await.unwrap().unwrap().seats_left, 3);
         }
         assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_load_leaves_no_entry() {
+        let cache = SeatCache::default();
+        for n in 0..100 {
+            let failed = cache
+                .get(&format!("made-up-{n}"), || async {
+                    Err::<SeatSnapshot, _>("unknown")
+                })
+                .await;
+            assert!(failed.is_err());
+        }
+        assert!(cache.is_empty(), "{} entries kept", cache.len());
     }
 
     #[test]

@@ -164,6 +164,22 @@ impl RedisQueue {
         }
     }
 
+    /// A `PING`, for readiness: the queue backend answers within the reply timeout.
+    pub(crate) async fn ping(&self) -> Result<(), BackendError> {
+        let cmd = redis::cmd("PING");
+        let reply = async {
+            match self.conn.clone() {
+                Conn::Single(mut c) => cmd.query_async::<String>(&mut c).await,
+                Conn::Cluster(mut c) => cmd.query_async::<String>(&mut c).await,
+            }
+        };
+        match tokio::time::timeout(REPLY_TIMEOUT, reply).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(error.into()),
+            Err(_) => Err(BackendError::Reply("no answer to PING in time".into())),
+        }
+    }
+
     /// `INCR` of the join sequence alone (see `Admission::fast_join`).
     pub(crate) async fn incr_seq(&self, event: &str) -> Result<u64, BackendError> {
         let mut cmd = redis::cmd("INCR");
