@@ -21,3 +21,9 @@ FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
 # The reduced soak: a whole on-sale through the public API, judged from the rows and the
 # payment ledger; any breach fails the suite.
 bash tests/soak/ci.sh
+
+# schemathesis against the served OpenAPI document of a gateway on the embedded default.
+FLOODGATE_GATEWAY_CMD=target/debug/gateway bash scripts/schemathesis.sh
+
+# The fuzz targets (nightly), each for FUZZ_SECONDS (30 by default) from the committed corpus.
+bash scripts/fuzz.sh

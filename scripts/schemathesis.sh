@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# schemathesis against a real gateway: it reads the served `GET /api/openapi.json` and sends
+# what the document allows (and what it forbids), checking every answer against it — all of its
+# checks, stateful where the document links operations. Any failure or 5xx fails the script.
+#
+# With FLOODGATE_URL set (and FLOODGATE_ORGANIZER_KEY, for the organizer's routes), against that
+# gateway; otherwise one is started here on a free loopback port on the embedded default
+# (SQLite in a temporary folder, in-memory queue, simulated payments, the `demo` event) and
+# stopped afterwards. FLOODGATE_GATEWAY_CMD overrides how it is started.
+# Settings: SCHEMATHESIS_EXAMPLES (per operation, default 30), SCHEMATHESIS_SECONDS (the whole
+# run's bound, default 120), SCHEMATHESIS_SEED (default 1, so a failure reproduces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${FLOODGATE_PYTHON:-}" ]; then
+  source scripts/test-tools.sh
+fi
+schemathesis="$(dirname "$FLOODGATE_PYTHON")/schemathesis"
+[ -x "$schemathesis" ] || {
+  echo "error: no schemathesis beside $FLOODGATE_PYTHON: bash scripts/test-tools.sh installs it" >&2
+  exit 1
+}
+
+if [ -z "${FLOODGATE_URL:-}" ]; then
+  work="$(mktemp -d)"
+  log="$work/gateway.log"
+  export FLOODGATE_ORGANIZER_KEY="${FLOODGATE_ORGANIZER_KEY:-schemathesis-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
+  # A bound on the gateway's memory: generated organizer requests may ask for huge seat maps,
+  # and that must end as a failed check, not as a machine out of memory.
+  (
+    ulimit -v $((4 * 1024 * 1024))
+    FLOODGATE_LISTEN=127.0.0.1:0 \
+    FLOODGATE_JOIN_LIMIT_PER_MIN=1000000 \
+    DATABASE_URL="sqlite:$work/floodgate.db" \
+      exec ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway --all-features}
+  ) >"$log" 2>&1 &
+  gateway=$!
+  trap 'kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; rm -rf "$work"' EXIT
+  addr=""
+  # Up to 10 minutes: the first run may compile the gateway.
+  for _ in $(seq 1 1200); do
+    addr="$(grep -a -m1 'listening' "$log" | grep -aoE '127\.0\.0\.1:[0-9]+' | head -n1 || true)"
+    [ -n "$addr" ] && break
+    if ! kill -0 "$gateway" 2>/dev/null; then
+      cat "$log" >&2
+      echo "the gateway exited before listening" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  [ -n "$addr" ] || { cat "$log" >&2; echo "the gateway never logged its address" >&2; exit 1; }
+  export FLOODGATE_URL="http://$addr"
+fi
+echo "schemathesis against the gateway at $FLOODGATE_URL"
+
+status=0
+"$schemathesis" --no-color run "$FLOODGATE_URL/api/openapi.json" \
+  --checks all \
+  --max-examples "${SCHEMATHESIS_EXAMPLES:-30}" \
+  --max-time "${SCHEMATHESIS_SECONDS:-120}" \
+  --seed "${SCHEMATHESIS_SEED:-1}" \
+  --continue-on-failure \
+  --request-timeout 10 \
+  --header "Authorization: Bearer ${FLOODGATE_ORGANIZER_KEY:?the organizer key of the gateway at FLOODGATE_URL}" \
+  || status=$?
+if [ -n "${gateway:-}" ] && ! kill -0 "$gateway" 2>/dev/null; then
+  echo "the gateway died during the run; its last lines:" >&2
+  tail -n 40 "$log" >&2
+  status=1
+fi
+exit "$status"
