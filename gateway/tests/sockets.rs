@@ -1,6 +1,7 @@
 //! Waiting-room sockets cannot be hoarded: one live socket per queue token (a newer one
 //! replaces the older, which is told why), a cap per client address answered 429 before the
-//! upgrade, and a claim over the socket spends the same budget as `POST …/claim`.
+//! upgrade, a claim over the socket spends the same budget as `POST …/claim`, and an upgrade
+//! that never finishes its handshake is dropped.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -210,5 +212,48 @@ async fn a_claim_over_the_socket_spends_the_claim_budget() {
     held.expect(201);
     let admitted = socket.claim().await;
     assert!(!admitted.admission_token.is_empty());
+    app.gateway.stop().await;
+}
+
+/// An upgrade request whose headers never finish is dropped at the header deadline, and held
+/// no place under the address's cap meanwhile.
+#[tokio::test]
+async fn an_upgrade_that_never_completes_its_handshake_is_dropped() {
+    let app = spawn_app_with(Backends::Embedded, |config| {
+        config.header_timeout_s = 1;
+        config.sockets_per_address = 1;
+    })
+    .await;
+    let event = app
+        .create_event(10, json!({ "rate_per_min": 1, "max_active": 1 }))
+        .await;
+    let queued = app.join_queue(&event).await;
+    let addr = app.base_url.trim_start_matches("http://").to_owned();
+    let mut stalled = TcpStream::connect(&addr).await.unwrap();
+    let start = format!(
+        "GET /api/events/{event}/queue/ws?token={} HTTP/1.1\r\nHost: {addr}\r\n\
+         Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n",
+        queued.queue_token
+    );
+    stalled.write_all(start.as_bytes()).await.unwrap();
+
+    let mut ws = connect(&app, &event, &queued.queue_token).await.unwrap();
+    assert!(stays_open(&mut ws, Duration::from_millis(200)).await);
+
+    let mut buf = [0u8; 256];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stalled.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the unfinished upgrade was still open after 5 s"
+    );
+    assert!(stays_open(&mut ws, Duration::from_millis(100)).await);
     app.gateway.stop().await;
 }
