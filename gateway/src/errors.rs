@@ -99,6 +99,18 @@ impl From<reservation::Error> for Problem {
             ),
             E::SoldOut => Problem::new(CONFLICT, "sold_out", "no seats are left in that section"),
             E::EventNotFound => Problem::not_found("no such event"),
+            E::EventExists => {
+                Problem::new(CONFLICT, "event_exists", "an event with this id exists")
+            }
+            E::OutOfRange { field, min, max } => Problem::new(
+                StatusCode::BAD_REQUEST,
+                "out_of_range",
+                format!("{field} must be between {min} and {max}"),
+            )
+            .with("field", json!(field))
+            .with("max", json!(max)),
+            E::Inconsistent(rule) => Problem::bad_request(rule),
+            E::NothingToChange => Problem::bad_request("the change names no setting"),
             E::SessionNotFound | E::SessionEnded => Problem::new(
                 StatusCode::UNAUTHORIZED,
                 "token_expired",

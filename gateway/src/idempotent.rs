@@ -1,6 +1,10 @@
 //! `Idempotency-Key` for POSTs that create things: the first answer is stored with its scope
 //! (session, route, body hash) and replayed to a repeat; the same key with another body is
 //! refused with 422; a concurrent duplicate waits for the first answer (inside the store).
+//! A key whose first request died before answering (a crash, or a deadline that dropped the
+//! request mid-way) is held by its lease only: after it, a retry takes the key over and runs.
+//! The store's default lease (a minute) is several times the longest buyer request deadline,
+//! so a request still running is never overtaken.
 
 use std::future::Future;
 

@@ -73,8 +73,11 @@ async fn a_huge_block_is_refused_before_any_seat_is_built(store: &Store) {
     );
 }
 
+/// One setting pushed past its bound.
+type Tune = fn(&mut NewEvent);
+
 async fn event_settings_are_bounded_and_consistent(store: &Store) {
-    let tries: [(&str, fn(&mut NewEvent)); 5] = [
+    let tries: [(&str, Tune); 5] = [
         ("rate", |e| e.rate_per_min = limits::RATE_PER_MIN + 1),
         ("cap", |e| e.max_active = -1),
         ("hold", |e| e.max_hold_s = limits::HOLD_S + 1),
