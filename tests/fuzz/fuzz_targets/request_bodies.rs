@@ -5,11 +5,11 @@
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 
-/// Deserializes `bytes` as the handlers do, into `T`.
+/// Deserializes `bytes` as the handlers do, into `T`. Fields a type ignores are skipped
+/// unread (their strings are not checked as UTF-8), so only JSON that parses whole is judged.
 fn body<T: DeserializeOwned>(bytes: &[u8]) {
-    if serde_json::from_slice::<T>(bytes).is_ok() {
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).expect("what parses as a body type is JSON");
+    let typed = serde_json::from_slice::<T>(bytes);
+    if let (Ok(_), Ok(value)) = (typed, serde_json::from_slice::<serde_json::Value>(bytes)) {
         assert!(value.is_object(), "a body type took a non-object: {value}");
     }
 }
