@@ -31,6 +31,8 @@ targets="${FUZZ_TARGETS:-$(cargo +nightly fuzz list --fuzz-dir "$fuzz_dir")}"
 # it the build and the runs are about twice as quick. Debug assertions turn on overflow checks,
 # so an arithmetic overflow on hostile input is a crash here rather than a silent wrap.
 flags=(--fuzz-dir "$fuzz_dir" --target-dir "$target_dir" --sanitizer none --debug-assertions)
+# The gateway's request body types, where this checkout has them in one public module.
+[ -f gateway/src/requests.rs ] && flags+=(--features requests)
 
 cargo +nightly fuzz build "${flags[@]}"
 

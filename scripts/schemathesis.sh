@@ -21,8 +21,12 @@ schemathesis="$(dirname "$FLOODGATE_PYTHON")/schemathesis"
   exit 1
 }
 
+# schemathesis keeps what it found under its working folder: a scratch one, not the checkout.
+work="$(mktemp -d)"
+gateway=""
+trap 'if [ -n "$gateway" ]; then kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+
 if [ -z "${FLOODGATE_URL:-}" ]; then
-  work="$(mktemp -d)"
   log="$work/gateway.log"
   export FLOODGATE_ORGANIZER_KEY="${FLOODGATE_ORGANIZER_KEY:-schemathesis-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
   # A bound on the gateway's memory: generated organizer requests may ask for huge seat maps,
@@ -32,10 +36,9 @@ if [ -z "${FLOODGATE_URL:-}" ]; then
     FLOODGATE_LISTEN=127.0.0.1:0 \
     FLOODGATE_JOIN_LIMIT_PER_MIN=1000000 \
     DATABASE_URL="sqlite:$work/floodgate.db" \
-      exec ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway --all-features}
+      exec ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway --all-features --bin gateway}
   ) >"$log" 2>&1 &
   gateway=$!
-  trap 'kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; rm -rf "$work"' EXIT
   addr=""
   # Up to 10 minutes: the first run may compile the gateway.
   for _ in $(seq 1 1200); do
@@ -54,6 +57,8 @@ fi
 echo "schemathesis against the gateway at $FLOODGATE_URL"
 
 status=0
+repo="$PWD"
+cd "$work"
 "$schemathesis" --no-color run "$FLOODGATE_URL/api/openapi.json" \
   --checks all \
   --max-examples "${SCHEMATHESIS_EXAMPLES:-30}" \
@@ -63,7 +68,8 @@ status=0
   --request-timeout 10 \
   --header "Authorization: Bearer ${FLOODGATE_ORGANIZER_KEY:?the organizer key of the gateway at FLOODGATE_URL}" \
   || status=$?
-if [ -n "${gateway:-}" ] && ! kill -0 "$gateway" 2>/dev/null; then
+cd "$repo"
+if [ -n "$gateway" ] && ! kill -0 "$gateway" 2>/dev/null; then
   echo "the gateway died during the run; its last lines:" >&2
   tail -n 40 "$log" >&2
   status=1

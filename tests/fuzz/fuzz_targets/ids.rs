@@ -24,7 +24,10 @@ where
             assert_eq!(serde_json::from_str::<T>(&text).ok().as_ref(), Some(&id));
             assert_eq!(from_json.ok().as_ref(), Some(&id));
         }
-        Err(_) => assert!(from_json.is_err(), "JSON took what parsing refused: {input:?}"),
+        Err(_) => assert!(
+            from_json.is_err(),
+            "JSON took what parsing refused: {input:?}"
+        ),
     }
 }
 

@@ -1,25 +1,28 @@
 //! Request bodies as anyone may send them: arbitrary bytes into each body type the API takes.
-//! Property: nothing panics, and what a body type accepts is a JSON object.
+//! Property: nothing panics. (serde reads a struct from a JSON array as well as an object, so
+//! "only objects" is not a property of these types.)
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use serde::de::DeserializeOwned;
-
-/// Deserializes `bytes` as the handlers do, into `T`.
-fn body<T: DeserializeOwned>(bytes: &[u8]) {
-    if serde_json::from_slice::<T>(bytes).is_ok() {
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).expect("what parses as a body type is JSON");
-        assert!(value.is_object(), "a body type took a non-object: {value}");
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let _ = serde_json::from_slice::<serde_json::Value>(data);
     // The provider's event, the body of `POST /api/payments/webhook`.
     let _ = reservation::payments::webhook::parse_event(data);
-    body::<reservation::payments::webhook::WebhookEvent>(data);
-    // PENDING: the gateway's body types (`gateway::requests`) are not public yet; each goes
-    // here as `body::<gateway::requests::NAME>(data)` once they are.
-    body::<serde_json::Map<String, serde_json::Value>>(data);
+    #[cfg(feature = "requests")]
+    requests(data);
 });
+
+/// The gateway's own body types (`gateway::requests`), where the checkout has them
+/// (`scripts/fuzz.sh` turns the feature on when `gateway/src/requests.rs` exists).
+#[cfg(feature = "requests")]
+fn requests(data: &[u8]) {
+    use gateway::requests::*;
+    let _ = serde_json::from_slice::<HoldRequest>(data);
+    let _ = serde_json::from_slice::<CheckoutRequest>(data);
+    let _ = serde_json::from_slice::<CreateEvent>(data);
+    let _ = serde_json::from_slice::<AdmissionSettings>(data);
+    let _ = serde_json::from_slice::<SeatsRequest>(data);
+    let _ = serde_json::from_slice::<SeatSpec>(data);
+    let _ = serde_json::from_slice::<Generate>(data);
+}
