@@ -1,8 +1,12 @@
-//! Who is calling: queue tokens, admission tokens and receipt keys, checked at the edge so
-//! handlers receive verified claims. A route that needs an admission token refuses a queue
-//! token with `not_admitted`, and a token of another event with `wrong_event`.
+//! Who is calling, decided from the headers before any byte of the body is read. Each kind of
+//! caller is an extractor: `QueueTicket`, `Admitted`, `Reader` (admission token or receipt
+//! key), `Organizer`, `SignedWebhook`. The route book names the kind of every route; the edge
+//! runs that check first (`authenticate`) and leaves the result for the handler's extractor,
+//! so a request that fails it is refused without its body being waited for.
 
+use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
 
 use admission::{AdmissionClaims, AdmissionError, QueueClaims};
@@ -13,6 +17,60 @@ use crate::secrets::hash_key;
 use crate::state::AppState;
 
 pub const RECEIPT_HEADER: &str = "floodgate-receipt";
+pub const SIGNATURE_HEADER: &str = "stripe-signature";
+/// A provider's signature header is a timestamp and a few signatures: a couple of hundred
+/// bytes. Anything far beyond is refused before the body is read or a hash computed.
+pub const MAX_SIGNATURE_HEADER: usize = 4096;
+
+/// Who may call a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// No credentials (a socket's token travels in its query and is checked over the socket).
+    Anyone,
+    /// A queue token of the path's event.
+    QueueToken,
+    /// An admission token (of the path's event, when the path names one).
+    AdmissionToken,
+    /// An admission token, or a hold's receipt key (`Floodgate-Receipt`).
+    AdmissionOrReceipt,
+    /// An organizer key.
+    OrganizerKey,
+    /// The payment provider, by its `Stripe-Signature` over the body.
+    WebhookSignature,
+}
+
+/// Checks the caller of `parts` as `caller` says, before the body is read, and leaves what was
+/// verified in the request's extensions for the handler's extractor.
+pub async fn authenticate(
+    caller: Caller,
+    parts: &mut Parts,
+    state: &AppState,
+) -> Result<(), Problem> {
+    match caller {
+        Caller::Anyone => {}
+        Caller::QueueToken => {
+            let ticket = QueueTicket::verify(parts, state).await?;
+            parts.extensions.insert(ticket);
+        }
+        Caller::AdmissionToken => {
+            let admitted = Admitted::verify(parts, state).await?;
+            parts.extensions.insert(admitted);
+        }
+        Caller::AdmissionOrReceipt => {
+            let reader = Reader::verify(parts, state).await?;
+            parts.extensions.insert(reader);
+        }
+        Caller::OrganizerKey => {
+            Organizer::verify(parts, state)?;
+            parts.extensions.insert(Organizer);
+        }
+        Caller::WebhookSignature => {
+            let signed = SignedWebhook::verify(&parts.headers)?;
+            parts.extensions.insert(signed);
+        }
+    }
+    Ok(())
+}
 
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers
@@ -26,52 +84,116 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// The path's `{event}`, when the route has one (as text: the token names it so).
+async fn path_event(parts: &mut Parts, state: &AppState) -> Option<String> {
+    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
+    params
+        .iter()
+        .find(|(name, _)| *name == "event")
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Checks a queue token for `event` (the waiting-room socket, whose token is in its query).
+pub fn queued(state: &AppState, event: &str, token: Option<&str>) -> Result<QueueClaims, Problem> {
+    Ok(state.admission.verify_queue_token(event, token)?)
+}
+
+/// A buyer in the queue of the path's event, by a queue token.
+#[derive(Clone, Debug)]
+pub struct QueueTicket(pub QueueClaims);
+
+impl QueueTicket {
+    async fn verify(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let event = path_event(parts, state).await.unwrap_or_default();
+        let claims = state
+            .admission
+            .verify_queue_token(&event, bearer(&parts.headers))?;
+        Ok(Self(claims))
+    }
+}
+
 /// An admitted buyer: verified admission claims and the session they name.
+#[derive(Clone, Debug)]
 pub struct Admitted {
     pub claims: AdmissionClaims,
     pub session: SessionId,
 }
 
-/// Checks the admission token of the request; `event` is the path's event when it has one.
-pub fn admitted(
-    state: &AppState,
-    headers: &HeaderMap,
-    event: Option<&str>,
-) -> Result<Admitted, Problem> {
-    let token = bearer(headers);
-    let claims = match event {
-        Some(event) => state.admission.verify_admission_token(event, token)?,
-        None => state.admission.verify_admission_token_any_event(token)?,
-    };
-    let session = claims.session_id.parse::<SessionId>().map_err(|_| {
-        Problem::from(AdmissionError::TokenInvalid(
-            admission::InvalidToken::Malformed,
-        ))
-    })?;
-    Ok(Admitted { claims, session })
+impl Admitted {
+    async fn verify(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let event = path_event(parts, state).await;
+        let token = bearer(&parts.headers);
+        let claims = match event {
+            Some(event) => state.admission.verify_admission_token(&event, token)?,
+            None => state.admission.verify_admission_token_any_event(token)?,
+        };
+        let session = claims
+            .session_id
+            .parse::<SessionId>()
+            .map_err(|_| AdmissionError::TokenInvalid(admission::InvalidToken::Malformed))?;
+        Ok(Self { claims, session })
+    }
 }
 
-/// Checks a queue token for `event`.
-pub fn queued(state: &AppState, event: &str, token: Option<&str>) -> Result<QueueClaims, Problem> {
-    Ok(state.admission.verify_queue_token(event, token)?)
+/// Who may read a hold or an order: its session's admission token, or its receipt key (which
+/// keeps working after the session ended). The receipt is compared with the hold's by the
+/// handler; an unknown receipt reads as "no such hold".
+#[derive(Clone, Debug)]
+pub enum Reader {
+    Admitted(Admitted),
+    Receipt(String),
 }
 
-/// Is this bearer one of the organizer keys? Compared as hashes, in constant time.
-pub fn organizer(state: &AppState, headers: &HeaderMap) -> Result<(), Problem> {
-    let presented = bearer(headers)
-        .map(hash_key)
-        .ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
-    let matched = state
-        .settings
-        .organizer_key_hashes
-        .iter()
-        .fold(subtle::Choice::from(0), |found, known| {
-            found | known.ct_eq(&presented)
-        });
-    if bool::from(matched) {
-        Ok(())
-    } else {
-        Err(Problem::unauthorized("wrong organizer key"))
+impl Reader {
+    async fn verify(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        if let Some(receipt) = receipt(&parts.headers) {
+            return Ok(Self::Receipt(receipt.to_owned()));
+        }
+        Ok(Self::Admitted(Admitted::verify(parts, state).await?))
+    }
+}
+
+/// The organizer, by one of the organizer keys.
+#[derive(Clone, Copy, Debug)]
+pub struct Organizer;
+
+impl Organizer {
+    /// Compared as hashes, in constant time.
+    fn verify(parts: &Parts, state: &AppState) -> Result<(), Problem> {
+        let presented = bearer(&parts.headers)
+            .map(hash_key)
+            .ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
+        let matched = state
+            .settings
+            .organizer_key_hashes
+            .iter()
+            .fold(subtle::Choice::from(0), |found, known| {
+                found | known.ct_eq(&presented)
+            });
+        if bool::from(matched) {
+            Ok(())
+        } else {
+            Err(Problem::unauthorized("wrong organizer key"))
+        }
+    }
+}
+
+/// A webhook delivery carrying a signature header of sane size. The signature itself covers
+/// the body, so it is checked against the body once that is read (`webhook_intake`).
+#[derive(Clone, Debug)]
+pub struct SignedWebhook(pub String);
+
+impl SignedWebhook {
+    fn verify(headers: &HeaderMap) -> Result<Self, Problem> {
+        use reservation::payments::webhook::SignatureError;
+        let value = headers
+            .get(SIGNATURE_HEADER)
+            .ok_or(SignatureError::Missing)?;
+        if value.len() > MAX_SIGNATURE_HEADER {
+            return Err(SignatureError::Malformed.into());
+        }
+        let text = value.to_str().map_err(|_| SignatureError::Malformed)?;
+        Ok(Self(text.to_owned()))
     }
 }
 
@@ -84,6 +206,40 @@ pub fn receipt(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
         .filter(|k| !k.is_empty())
 }
+
+/// The extractors take what `authenticate` left; a route whose book entry names another kind
+/// of caller gets the check done here instead (still from the headers alone).
+macro_rules! caller_extractor {
+    ($type:ty, |$parts:ident, $state:ident| $verify:expr) => {
+        impl FromRequestParts<AppState> for $type {
+            type Rejection = Problem;
+
+            async fn from_request_parts(
+                $parts: &mut Parts,
+                $state: &AppState,
+            ) -> Result<Self, Self::Rejection> {
+                if let Some(done) = $parts.extensions.remove::<$type>() {
+                    return Ok(done);
+                }
+                $verify
+            }
+        }
+    };
+}
+
+caller_extractor!(QueueTicket, |parts, state| QueueTicket::verify(
+    parts, state
+)
+.await);
+caller_extractor!(Admitted, |parts, state| Admitted::verify(parts, state)
+    .await);
+caller_extractor!(Reader, |parts, state| Reader::verify(parts, state).await);
+caller_extractor!(Organizer, |parts, state| Organizer::verify(parts, state)
+    .map(|()| Organizer));
+caller_extractor!(SignedWebhook, |parts, state| {
+    let _ = state;
+    SignedWebhook::verify(&parts.headers)
+});
 
 #[cfg(test)]
 mod tests {
@@ -99,5 +255,16 @@ mod tests {
         assert_eq!(bearer(&h), None);
         h.insert("authorization", HeaderValue::from_static("Basic abc"));
         assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn a_huge_signature_header_is_refused_from_the_headers() {
+        let mut h = HeaderMap::new();
+        assert!(SignedWebhook::verify(&h).is_err());
+        let huge = format!("t=1,{}", "v1=,".repeat(60_000));
+        h.insert(SIGNATURE_HEADER, HeaderValue::from_str(&huge).unwrap());
+        assert_eq!(SignedWebhook::verify(&h).unwrap_err().code, "bad_signature");
+        h.insert(SIGNATURE_HEADER, HeaderValue::from_static("t=1,v1=ab"));
+        assert!(SignedWebhook::verify(&h).is_ok());
     }
 }

@@ -1,61 +1,77 @@
-//! Request bodies for routes that hash what they received (idempotency): the raw bytes, the
-//! content type checked, and the JSON parsed with our error shape.
+//! Reading a request body at the edge: whole, within the route's size limit and a deadline,
+//! before the handler runs and before any shed permit is taken. A client trickling its body
+//! therefore holds a connection and a little memory, never a share of a route group's budget.
 
-use axum::extract::{FromRequest, Request};
-use axum::http::{HeaderMap, StatusCode, header};
-use bytes::Bytes;
-use serde::de::DeserializeOwned;
-use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
 
 use crate::problem::Problem;
 
+/// The body limit of routes that take JSON.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Parses a JSON body; an empty body parses as `{}` where the route allows it.
-pub fn parse<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, Problem> {
-    if !body.is_empty() {
-        let json = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-            });
-        if !json {
-            return Err(Problem::bad_request("the body must be application/json"));
+/// Why a body was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the body is over {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("the body did not arrive within {} s", .deadline.as_secs())]
+    TooSlow { deadline: Duration },
+    #[error("the body could not be read: {0}")]
+    Broken(String),
+}
+
+impl IntoResponse for BodyError {
+    fn into_response(self) -> Response {
+        let slow = matches!(self, BodyError::TooSlow { .. });
+        let mut response = Problem::from(self).into_response();
+        if slow {
+            // The rest of the body is never read: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
-    }
-    let bytes: &[u8] = if body.is_empty() { b"{}" } else { body };
-    serde_json::from_slice(bytes)
-        .map_err(|error| Problem::bad_request(format!("invalid JSON body: {error}")))
-}
-
-/// The raw body, read through our error shape: axum's own `Bytes` rejection is plain text, so
-/// a body over [`MAX_BODY`] would otherwise escape problem+json.
-pub struct RawBody(pub Bytes);
-
-impl<S: Send + Sync> FromRequest<S> for RawBody {
-    type Rejection = Problem;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Bytes::from_request(req, state)
-            .await
-            .map(Self)
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    Problem::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "bad_request",
-                        "the body is over 64 KiB",
-                    )
-                } else {
-                    Problem::bad_request(rejection.body_text())
-                }
-            })
+        response
     }
 }
 
-pub fn hash(body: &Bytes) -> String {
-    hex::encode(Sha256::digest(body))
+/// Reads the body of `request` (at most `limit` bytes, all of it within `deadline`) and puts
+/// it back in memory, so the handler's extractor parses without waiting on the client.
+pub async fn buffer(
+    request: Request,
+    limit: usize,
+    deadline: Duration,
+) -> Result<Request, BodyError> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(BodyError::TooLarge { limit });
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = tokio::time::timeout(deadline, collect(body, limit))
+        .await
+        .map_err(|_| BodyError::TooSlow { deadline })??;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+async fn collect(body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut bytes = BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| BodyError::Broken(error.to_string()))?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.freeze())
 }

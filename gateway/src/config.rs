@@ -137,6 +137,11 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_REQUEST_TIMEOUT_S", default_value_t = 10)]
     pub request_timeout_s: u64,
 
+    /// Seconds a client may take to send a request's body; past it the request is refused
+    /// (408) and its connection closed.
+    #[arg(long, env = "FLOODGATE_BODY_TIMEOUT_S", default_value_t = 10)]
+    pub body_timeout_s: u64,
+
     /// Seconds an organizer request may take (bulk seat generation is slow).
     #[arg(long, env = "FLOODGATE_ORGANIZER_TIMEOUT_S", default_value_t = 120)]
     pub organizer_timeout_s: u64,
@@ -200,6 +205,7 @@ impl Config {
             max_inflight_organizer: 16,
             max_inflight_reads: 128,
             request_timeout_s: 10,
+            body_timeout_s: 10,
             organizer_timeout_s: 120,
             payment_overdue_s: 60,
             header_timeout_s: 10,
@@ -229,6 +235,7 @@ impl Config {
             reads: self.max_inflight_reads.max(1),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_s.max(1)),
             organizer_timeout: std::time::Duration::from_secs(self.organizer_timeout_s.max(1)),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout_s.max(1)),
         }
     }
 

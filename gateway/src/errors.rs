@@ -1,11 +1,22 @@
-//! The one place where the libraries' typed outcomes become API.md's problem+json answers.
-//! Storage failures are logged here, once, inside the request span, and shown generically.
+//! The one place where typed outcomes become API.md's problem+json answers: the libraries'
+//! errors, the edge's refusals (ids, queries, bodies, upgrades, signatures) and axum's own
+//! (unknown route, wrong method). Every match names each variant, so a new client error in a
+//! library does not compile until it has its answer here (no wildcard turns it into a 503).
+//!
+//! Conversions neither log nor count: a server-side cause rides on the `Problem`, and the
+//! request span writes it once and counts the refusal (`request_span.rs`).
 
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::http::StatusCode;
 use serde_json::json;
 
 use admission::AdmissionError;
+use reservation::InvalidId;
+use reservation::payments::webhook::SignatureError;
+use reservation::webhook_intake::WebhookError;
 
+use crate::body::BodyError;
 use crate::problem::Problem;
 
 const CONFLICT: StatusCode = StatusCode::CONFLICT;
@@ -36,16 +47,13 @@ impl From<AdmissionError> for Problem {
                 "not_admitted",
                 "a queue token was sent where an admission token is needed",
             ),
-            AdmissionError::RateLimited { retry_after_s } => {
-                metrics::counter!("floodgate_rejections_total", "status" => "429", "reason" => "join_limit")
-                    .increment(1);
-                Problem::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    "too many joins from this address",
-                )
-                .retry_after(retry_after_s.max(1))
-            }
+            AdmissionError::RateLimited { retry_after_s } => Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many joins from this address",
+            )
+            .retry_after(retry_after_s.max(1))
+            .counted("join_limit"),
             AdmissionError::UnknownEvent => Problem::not_found("no such event"),
             AdmissionError::QueuePaused => {
                 Problem::new(CONFLICT, "queue_paused", "the queue is paused")
@@ -63,10 +71,9 @@ impl From<AdmissionError> for Problem {
                 "your turn passed: the offer was not claimed in time",
             ),
             AdmissionError::Storage(error) => {
-                tracing::error!(error = %chain(&error), "admission backend failed");
-                metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "queue_backend")
-                    .increment(1);
                 Problem::overloaded("the queue backend is unavailable; retry shortly")
+                    .caused_by(format!("admission backend failed: {}", chain(&error)))
+                    .counted("queue_backend")
             }
         }
     }
@@ -75,17 +82,17 @@ impl From<AdmissionError> for Problem {
 impl From<reservation::Error> for Problem {
     fn from(error: reservation::Error) -> Self {
         use reservation::Error as E;
+        let seat_list = |seats: &[reservation::SeatId]| {
+            json!(seats.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+        };
         match error {
             E::SeatUnavailable { seats } => {
-                Problem::new(CONFLICT, "seat_unavailable", "some seats are not free").with(
-                    "seats",
-                    json!(seats.iter().map(|s| s.as_str()).collect::<Vec<_>>()),
-                )
+                Problem::new(CONFLICT, "seat_unavailable", "some seats are not free")
+                    .with("seats", seat_list(&seats))
             }
-            E::UnknownSeats { seats } => Problem::not_found("some seats do not exist").with(
-                "seats",
-                json!(seats.iter().map(|s| s.as_str()).collect::<Vec<_>>()),
-            ),
+            E::UnknownSeats { seats } => {
+                Problem::not_found("some seats do not exist").with("seats", seat_list(&seats))
+            }
             E::DuplicateSeats => Problem::bad_request("a seat is listed twice"),
             E::TooManySeats { max } => Problem::new(
                 StatusCode::BAD_REQUEST,
@@ -134,14 +141,120 @@ impl From<reservation::Error> for Problem {
                 "idempotency_conflict",
                 "this Idempotency-Key was used with a different request",
             ),
-            E::InvalidId(error) => Problem::bad_request(error.to_string()),
-            other => {
-                tracing::error!(error = %chain(&other), "reservation store failed");
-                metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "database").increment(1);
+            E::InvalidId(error) => error.into(),
+            // A test's failpoint stands for the process dying mid-flow: the client sees what a
+            // lost database would show it.
+            error @ (E::Crashed(_) | E::Storage(_)) => {
                 Problem::overloaded("the reservation database is unavailable; retry shortly")
+                    .caused_by(format!("reservation store failed: {}", chain(&error)))
+                    .counted("database")
             }
         }
     }
+}
+
+impl From<InvalidId> for Problem {
+    fn from(error: InvalidId) -> Self {
+        Problem::bad_request(error.to_string())
+    }
+}
+
+impl From<SignatureError> for Problem {
+    fn from(error: SignatureError) -> Self {
+        let detail = match error {
+            SignatureError::Missing => "no Stripe-Signature header",
+            SignatureError::Malformed => "the Stripe-Signature header is malformed",
+            SignatureError::TooLarge => "the Stripe-Signature header is over 8 KiB or 16 entries",
+            SignatureError::BadSignature => "no signature matches the body",
+            SignatureError::Stale => "the signature's timestamp is outside the tolerance",
+        };
+        Problem::new(StatusCode::BAD_REQUEST, "bad_signature", detail)
+    }
+}
+
+impl From<WebhookError> for Problem {
+    fn from(error: WebhookError) -> Self {
+        match error {
+            WebhookError::Signature(error) => error.into(),
+            WebhookError::Malformed(why) => {
+                Problem::bad_request(format!("malformed webhook: {why}"))
+            }
+            // 503 so the provider delivers again later.
+            WebhookError::ProviderUnavailable(why) => {
+                Problem::overloaded("the payment provider did not answer; deliver again later")
+                    .caused_by(format!("webhook re-fetch failed: {why}"))
+            }
+            WebhookError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<BodyError> for Problem {
+    fn from(error: BodyError) -> Self {
+        let status = match &error {
+            BodyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyError::TooSlow { .. } => StatusCode::REQUEST_TIMEOUT,
+            BodyError::Broken(_) => StatusCode::BAD_REQUEST,
+        };
+        Problem::new(status, "bad_request", error.to_string())
+    }
+}
+
+impl From<serde_json::Error> for Problem {
+    fn from(error: serde_json::Error) -> Self {
+        Problem::bad_request(format!("invalid JSON body: {error}"))
+    }
+}
+
+impl From<PathRejection> for Problem {
+    fn from(rejection: PathRejection) -> Self {
+        Problem::bad_request(rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for Problem {
+    fn from(rejection: QueryRejection) -> Self {
+        Problem::bad_request(rejection.body_text())
+    }
+}
+
+impl From<BytesRejection> for Problem {
+    fn from(rejection: BytesRejection) -> Self {
+        let status = rejection.status();
+        let code = if status.is_client_error() {
+            status
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        Problem::new(code, "bad_request", rejection.body_text())
+    }
+}
+
+/// A GET without the upgrade headers of a WebSocket (or a version the server does not speak).
+impl From<WebSocketUpgradeRejection> for Problem {
+    fn from(rejection: WebSocketUpgradeRejection) -> Self {
+        let status = rejection.status();
+        let code = if status.is_client_error() {
+            status
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        Problem::new(code, "bad_request", rejection.body_text())
+    }
+}
+
+/// axum's answer to a path no route has.
+pub async fn no_such_route() -> Problem {
+    Problem::not_found("no such route")
+}
+
+/// axum's answer to a known path with a method it does not take.
+pub async fn method_not_allowed() -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
 }
 
 /// An error and its sources on one line, for the log.

@@ -7,7 +7,9 @@
 //!   loop with its header deadline and connection cap; HTTPS when given a
 //!   certificate); `tls_roots`: the extra CA handed to every outbound TLS hop.
 //! - `security_headers`: the CSP, `nosniff` and referrer policy on every answer.
-//! - `problem`, `extract`: the problem+json error shape and the extractors that produce it.
+//! - `route_book`: every route declared once (caller, shed group, body limit, OpenAPI).
+//! - `problem`, `extract`, `auth`, `body`, `requests`: the problem+json error shape, the
+//!   typed extractors (ids, callers, bodies) and the request bodies.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
 //!   Prometheus; `fanout`, `ops_gauges`: the figures `/metrics` samples (socket fan-out time,
@@ -42,6 +44,8 @@ pub mod overload;
 pub mod payment_mode;
 pub mod problem;
 pub mod request_span;
+pub mod requests;
+pub mod route_book;
 pub mod routes;
 pub mod seat_cache;
 pub mod secrets;
@@ -111,31 +115,9 @@ pub async fn run(
     Ok(())
 }
 
-/// Every route of API.md, with the layers they share.
+/// Every route of the route book, each behind its edge layer.
 pub fn router(state: AppState) -> Router {
-    let guard = state.guard.clone();
-    Router::new()
-        .merge(routes::health::router())
-        .merge(routes::queue::router())
-        .merge(routes::waiting_room::router())
-        .merge(routes::events::router())
-        .merge(routes::session::router())
-        .merge(routes::holds::router())
-        .merge(routes::orders::router())
-        .merge(routes::pages::router())
-        .merge(routes::admin::router())
-        .merge(routes::ops::router())
-        .merge(routes::webhook::router())
-        .merge(routes::payment_challenge::router())
-        // The request span, metrics and load shedding in one layer (shedding inside the span,
-        // so shed and timed-out requests are logged and counted per route).
-        .route_layer(axum::middleware::from_fn_with_state(
-            guard,
-            request_span::trace,
-        ))
-        .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY))
-        .fallback(|| async { problem::Problem::not_found("no such route") })
-        .with_state(state)
+    route_book::router(state)
 }
 
 /// A database URL without its password, for logs.

@@ -1,225 +1,89 @@
-//! The HTTP contract of API.md as OpenAPI 3.1, served at `GET /api/openapi.json`. The route
-//! table below is the one source: an end-to-end test calls every entry against a running
-//! gateway and fails if the router does not know it.
+//! The HTTP contract of API.md as OpenAPI 3.1, served at `GET /api/openapi.json`. The paths
+//! come from the route book (`route_book.rs`): method, path, caller, body and answer schemas
+//! are declared there once. The shared schemas and security schemes are written here.
 
+use std::sync::LazyLock;
+
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-/// (method, path, summary, auth, success status)
-pub const ROUTES: &[(&str, &str, &str, Auth, u16)] = &[
-    (
-        "post",
-        "/api/events/{event}/queue",
-        "Join the queue",
-        Auth::None,
-        201,
-    ),
-    (
-        "get",
-        "/api/events/{event}/queue/status",
-        "Queue status (polling)",
-        Auth::Queue,
-        200,
-    ),
-    (
-        "post",
-        "/api/events/{event}/queue/claim",
-        "Claim an offer",
-        Auth::Queue,
-        200,
-    ),
-    (
-        "get",
-        "/api/events/{event}/queue/ws",
-        "Waiting-room WebSocket (token in query)",
-        Auth::None,
-        101,
-    ),
-    (
-        "get",
-        "/api/events/{event}",
-        "Event summary",
-        Auth::None,
-        200,
-    ),
-    (
-        "get",
-        "/api/events/{event}/seats",
-        "Seat map",
-        Auth::None,
-        200,
-    ),
-    (
-        "get",
-        "/api/events/{event}/fairness",
-        "Pre-queue seed commitment and reveal",
-        Auth::None,
-        200,
-    ),
-    (
-        "get",
-        "/api/session",
-        "The admission session and its live hold",
-        Auth::Admission,
-        200,
-    ),
-    (
-        "post",
-        "/api/events/{event}/holds",
-        "Hold seats (all or nothing)",
-        Auth::Admission,
-        201,
-    ),
-    (
-        "post",
-        "/api/holds/{hold}/extend",
-        "Extend a hold when the payment form opens",
-        Auth::Admission,
-        200,
-    ),
-    (
-        "post",
-        "/api/holds/{hold}/checkout",
-        "Begin payment",
-        Auth::Admission,
-        202,
-    ),
-    (
-        "delete",
-        "/api/holds/{hold}",
-        "Release a hold",
-        Auth::Admission,
-        204,
-    ),
-    (
-        "get",
-        "/api/holds/{hold}",
-        "Read a hold",
-        Auth::AdmissionOrReceipt,
-        200,
-    ),
-    (
-        "get",
-        "/api/orders/{order}",
-        "Read an order",
-        Auth::AdmissionOrReceipt,
-        200,
-    ),
-    (
-        "post",
-        "/api/payments/webhook",
-        "Payment provider webhook (Stripe-Signature)",
-        Auth::None,
-        200,
-    ),
-    (
-        "post",
-        "/api/admin/events",
-        "Create an event",
-        Auth::Organizer,
-        201,
-    ),
-    (
-        "post",
-        "/api/admin/events/{event}/seats",
-        "Add seats",
-        Auth::Organizer,
-        200,
-    ),
-    (
-        "patch",
-        "/api/admin/events/{event}/admission",
-        "Tune admission live",
-        Auth::Organizer,
-        200,
-    ),
-    (
-        "get",
-        "/api/admin/events/{event}/stats",
-        "Queue, seat, hold and payment counts",
-        Auth::Organizer,
-        200,
-    ),
-    (
-        "get",
-        "/api/admin/events/{event}/stuck",
-        "Holds and payments stuck in paying",
-        Auth::Organizer,
-        200,
-    ),
-    (
-        "post",
-        "/api/admin/events/{event}/close",
-        "Close the queue",
-        Auth::Organizer,
-        200,
-    ),
-    ("get", "/healthz", "Process up", Auth::None, 200),
-    (
-        "get",
-        "/readyz",
-        "Database and queue backend reachable",
-        Auth::None,
-        200,
-    ),
-    ("get", "/metrics", "Prometheus metrics", Auth::None, 200),
-    ("get", "/api/openapi.json", "This document", Auth::None, 200),
-    ("get", "/", "Waiting-room page (HTML)", Auth::None, 200),
-    (
-        "get",
-        "/admin",
-        "Organizer dashboard (HTML)",
-        Auth::None,
-        200,
-    ),
-];
+use crate::auth::Caller;
+use crate::route_book::{Doc, Entry, book};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Auth {
-    None,
-    Queue,
-    Admission,
-    AdmissionOrReceipt,
-    Organizer,
+/// The document as served: built once.
+pub fn served() -> Bytes {
+    static SERVED: LazyLock<Bytes> =
+        LazyLock::new(|| Bytes::from(serde_json::to_vec(&document()).unwrap_or_default()));
+    SERVED.clone()
+}
+
+fn security(caller: Caller) -> Value {
+    match caller {
+        Caller::Anyone => json!([]),
+        Caller::QueueToken => json!([{"queueToken": []}]),
+        Caller::AdmissionToken => json!([{"admissionToken": []}]),
+        Caller::AdmissionOrReceipt => json!([{"admissionToken": []}, {"receiptKey": []}]),
+        Caller::OrganizerKey => json!([{"organizerKey": []}]),
+        Caller::WebhookSignature => json!([{"webhookSignature": []}]),
+    }
+}
+
+fn json_of(schema: &str) -> Value {
+    json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}})
+}
+
+fn operation(entry: &Entry, doc: &Doc) -> Value {
+    let mut params: Vec<Value> = entry
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            json!({"name": name, "in": "path", "required": true,
+                   "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}})
+        })
+        .collect();
+    for (name, schema, description) in doc.query {
+        let schema: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
+        params.push(json!({"name": name, "in": "query", "required": false,
+                           "schema": schema, "description": description}));
+    }
+    let success = match doc.response {
+        Some(schema) => {
+            let mut answer = json_of(schema);
+            answer["description"] = json!("success");
+            answer
+        }
+        None => json!({"description": "success"}),
+    };
+    let mut operation = json!({
+        "summary": doc.summary,
+        "parameters": params,
+        "security": security(entry.caller),
+        "responses": {
+            doc.success.to_string(): success,
+            "4XX": {"description": "problem+json", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+        },
+    });
+    if let Some(schema) = doc.request {
+        let mut body = json_of(schema);
+        body["required"] = json!(true);
+        operation["requestBody"] = body;
+    }
+    operation
 }
 
 pub fn document() -> Value {
     let mut paths = Map::new();
-    for (method, path, summary, auth, status) in ROUTES {
-        let params: Vec<Value> = path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| {
-                json!({"name": name, "in": "path", "required": true,
-                       "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}})
-            })
-            .collect();
-        let security = match auth {
-            Auth::None => json!([]),
-            Auth::Queue => json!([{"queueToken": []}]),
-            Auth::Admission => json!([{"admissionToken": []}]),
-            Auth::AdmissionOrReceipt => json!([{"admissionToken": []}, {"receiptKey": []}]),
-            Auth::Organizer => json!([{"organizerKey": []}]),
-        };
-        let mut operation = json!({
-            "summary": summary,
-            "parameters": params,
-            "security": security,
-            "responses": {
-                status.to_string(): {"description": "success"},
-                "4XX": {"description": "problem+json", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
-            },
-        });
-        if let Some((body, answer)) = shapes(method, path) {
-            if let Some(body) = body {
-                operation["requestBody"] = body;
-            }
-            if let Some(answer) = answer {
-                operation["responses"][status.to_string()] = answer;
-            }
+    for route in book() {
+        let (entry, doc) = (route.entry(), route.doc());
+        if !doc.listed {
+            continue;
         }
-        let entry = paths.entry((*path).to_owned()).or_insert_with(|| json!({}));
-        if let Value::Object(ops) = entry {
-            ops.insert((*method).to_owned(), operation);
+        let item = paths
+            .entry(entry.path.to_owned())
+            .or_insert_with(|| json!({}));
+        if let Value::Object(ops) = item {
+            ops.insert(entry.verb.name().to_owned(), operation(entry, doc));
         }
     }
     json!({
@@ -233,6 +97,7 @@ pub fn document() -> Value {
                 "admissionToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
                 "organizerKey": {"type": "http", "scheme": "bearer"},
                 "receiptKey": {"type": "apiKey", "in": "header", "name": "Floodgate-Receipt"},
+                "webhookSignature": {"type": "apiKey", "in": "header", "name": "Stripe-Signature"},
             },
             "schemas": {
                 "Problem": {"type": "object", "required": ["type", "title", "status", "code"],
@@ -240,27 +105,70 @@ pub fn document() -> Value {
                         "status": {"type": "integer"}, "detail": {"type": "string"}, "code": {"type": "string"}}},
                 "Checkout": checkout_schema(),
                 "Hold": hold_schema(),
+                "HoldRequest": hold_request_schema(),
+                "CreateEvent": create_event_schema(),
+                "AdmissionSettings": admission_schema(),
+                "AddSeats": add_seats_schema(),
+                "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },
     })
 }
 
-/// Request and answer shapes documented beyond the route table: `(requestBody, success)`.
-fn shapes(method: &str, path: &str) -> Option<(Option<Value>, Option<Value>)> {
-    let json_of = |schema: &str| json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
-    match (method, path) {
-        ("post", "/api/holds/{hold}/checkout") => {
-            let mut body = json_of("Checkout");
-            body["required"] = json!(true);
-            Some((Some(body), None))
-        }
-        ("get", "/api/holds/{hold}") => {
-            let mut answer = json_of("Hold");
-            answer["description"] = json!("the hold");
-            Some((None, Some(answer)))
-        }
-        _ => None,
-    }
+fn hold_request_schema() -> Value {
+    json!({"oneOf": [
+        {"type": "object", "required": ["seats"], "additionalProperties": false,
+         "properties": {"seats": {"type": "array", "minItems": 1,
+            "items": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}}}},
+        {"type": "object", "required": ["section", "quantity"], "additionalProperties": false,
+         "properties": {"section": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1}}},
+    ]})
+}
+
+fn admission_schema() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "rate_per_min": {"type": "integer", "minimum": 0},
+        "max_active": {"type": "integer", "minimum": 0},
+        "session_s": {"type": "integer", "minimum": 1},
+        "offer_s": {"type": "integer", "minimum": 1},
+        "paused": {"type": "boolean"},
+    }})
+}
+
+fn create_event_schema() -> Value {
+    json!({"type": "object", "required": ["event", "name"], "additionalProperties": false,
+    "properties": {
+        "event": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "opens_at": {"type": "string", "format": "date-time"},
+        "hold_ttl_s": {"type": "integer", "minimum": 1},
+        "max_hold_s": {"type": "integer", "minimum": 1},
+        "max_seats_per_hold": {"type": "integer", "minimum": 1},
+        "resolve_s": {"type": "integer", "minimum": 1},
+        "abandon_s": {"type": "integer", "minimum": 1},
+        "currency": {"type": "string", "pattern": "^[A-Za-z]{3}$"},
+        "admission": {"$ref": "#/components/schemas/AdmissionSettings"},
+    }})
+}
+
+fn add_seats_schema() -> Value {
+    json!({"oneOf": [
+        {"type": "object", "required": ["seats"], "additionalProperties": false,
+         "properties": {"seats": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {
+            "type": "object", "required": ["seat_id", "section", "price_cents"], "additionalProperties": false,
+            "properties": {
+                "seat_id": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
+                "section": {"type": "string", "minLength": 1, "maxLength": 64},
+                "row": {"type": "string"}, "number": {"type": "integer"},
+                "price_cents": {"type": "integer", "minimum": 0}}}}}},
+        {"type": "object", "required": ["generate"], "additionalProperties": false,
+         "properties": {"generate": {
+            "type": "object", "required": ["section", "rows", "per_row", "price_cents"], "additionalProperties": false,
+            "properties": {
+                "section": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,40}$"},
+                "rows": {"type": "integer", "minimum": 1}, "per_row": {"type": "integer", "minimum": 1},
+                "price_cents": {"type": "integer", "minimum": 0}}}}},
+    ]})
 }
 
 fn checkout_schema() -> Value {
@@ -301,14 +209,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_route_is_documented_once() {
+    fn every_listed_route_is_documented_and_every_schema_exists() {
         let doc = document();
-        let mut seen = std::collections::HashSet::new();
-        for (method, path, ..) in ROUTES {
-            assert!(seen.insert((method, path)), "{method} {path} listed twice");
+        for route in book() {
+            let (entry, listed) = (route.entry(), route.doc().listed);
+            let op = &doc["paths"][entry.path][entry.verb.name()];
+            assert_eq!(
+                op.is_object(),
+                listed,
+                "{} {}",
+                entry.verb.name(),
+                entry.path
+            );
+        }
+        let text = doc.to_string();
+        for reference in text.split("\"#/components/schemas/").skip(1) {
+            let name = reference.split('"').next().unwrap_or_default();
             assert!(
-                doc["paths"][path][method].is_object(),
-                "{method} {path} missing"
+                doc["components"]["schemas"][name].is_object(),
+                "{name} missing"
             );
         }
     }

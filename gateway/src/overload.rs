@@ -75,24 +75,6 @@ impl Group {
     fn is_crowd(self) -> bool {
         matches!(self, Group::Joins | Group::Polls)
     }
-
-    /// The group of a matched route (axum's route template, e.g. `/api/holds/{hold}`).
-    pub fn of(route: &str) -> Group {
-        match route {
-            "/api/events/{event}/queue" => Group::Joins,
-            "/api/events/{event}/queue/status" => Group::Polls,
-            "/api/events/{event}/queue/ws" => Group::Sockets,
-            "/api/events/{event}/queue/claim"
-            | "/api/events/{event}/holds"
-            | "/api/session"
-            | "/api/orders/{order}"
-            | "/api/payments/webhook" => Group::Reservations,
-            "/healthz" | "/readyz" | "/metrics" => Group::Unlimited,
-            r if r.starts_with("/api/holds/") => Group::Reservations,
-            r if r.starts_with("/api/admin/") => Group::Organizer,
-            _ => Group::Reads,
-        }
-    }
 }
 
 /// In-flight budgets and deadlines, from the configuration.
@@ -108,6 +90,8 @@ pub struct Budgets {
     pub request_timeout: Duration,
     /// Organizer calls (bulk seat generation may take a while).
     pub organizer_timeout: Duration,
+    /// How long a client may take to send a request's body (read before any permit is taken).
+    pub body_timeout: Duration,
 }
 
 /// How long a shed join or poll waits before its 503. Answering a flood at once lets each of its
@@ -227,6 +211,7 @@ pub struct Guard {
     reads: Limit,
     request_timeout: Duration,
     organizer_timeout: Duration,
+    body_timeout: Duration,
 }
 
 impl Guard {
@@ -240,7 +225,13 @@ impl Guard {
             reads: Limit::new("reads", budgets.reads),
             request_timeout: budgets.request_timeout,
             organizer_timeout: budgets.organizer_timeout,
+            body_timeout: budgets.body_timeout,
         }
+    }
+
+    /// How long a client may take to send a body.
+    pub fn body_timeout(&self) -> Duration {
+        self.body_timeout
     }
 
     pub fn limit(&self, group: Group) -> Option<&Limit> {
@@ -265,9 +256,9 @@ impl Guard {
     }
 }
 
-/// Takes a permit of `route`'s group or sheds, then runs the handler under the group's deadline.
-pub(crate) async fn guard(guard: &Guard, route: &str, request: Request, next: Next) -> Response {
-    let group = Group::of(route);
+/// Takes a permit of the route's group or sheds, then runs the handler under the group's
+/// deadline. The group comes from the route's entry in the route book.
+pub(crate) async fn guard(guard: &Guard, group: Group, request: Request, next: Next) -> Response {
     let Some(limit) = guard.limit(group) else {
         return next.run(request).await;
     };
@@ -399,17 +390,32 @@ mod tests {
     use axum::routing::get;
     use tower::ServiceExt;
 
-    /// `app` behind the router's own request layer (which sheds), with the test budgets.
-    fn guarded_by(app: Router, guard: Arc<Guard>) -> Router {
-        app.route_layer(axum::middleware::from_fn_with_state(
-            guard,
-            crate::request_span::trace,
+    /// `handler` shed and timed as a route of `group`.
+    fn in_group(
+        handler: axum::routing::MethodRouter,
+        group: Group,
+        guard: Arc<Guard>,
+    ) -> axum::routing::MethodRouter {
+        handler.route_layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let guard = guard.clone();
+                async move { super::guard(&guard, group, request, next).await }
+            },
         ))
     }
 
+    /// `app`'s one route as a reservation route, with the test budgets.
+    fn guarded_by(path: &str, handler: axum::routing::MethodRouter, guard: Arc<Guard>) -> Router {
+        Router::new().route(path, in_group(handler, Group::Reservations, guard))
+    }
+
     /// `guarded_by` with a 10 s deadline.
-    fn guarded(app: Router) -> Router {
-        guarded_by(app, Arc::new(Guard::new(&budgets(Duration::from_secs(10)))))
+    fn guarded(path: &str, handler: axum::routing::MethodRouter) -> Router {
+        guarded_by(
+            path,
+            handler,
+            Arc::new(Guard::new(&budgets(Duration::from_secs(10)))),
+        )
     }
 
     #[tokio::test]
@@ -417,7 +423,7 @@ mod tests {
         let started = Arc::new(tokio::sync::Notify::new());
         let gate = Arc::new(tokio::sync::Notify::new());
         let (s, g) = (started.clone(), gate.clone());
-        let app = guarded(Router::new().route(
+        let app = guarded(
             "/",
             get(move || {
                 let (s, g) = (s.clone(), g.clone());
@@ -426,7 +432,7 @@ mod tests {
                     g.notified().await;
                 }
             }),
-        ));
+        );
         let request = || axum::http::Request::new(Body::empty());
         let first = tokio::spawn(app.clone().oneshot(request()));
         // The first request now holds the only permit until the gate opens.
@@ -447,14 +453,20 @@ mod tests {
             let g = g.clone();
             async move { g.notified().await }
         };
-        let app = guarded(
-            Router::new()
-                .route(
-                    "/api/events/{event}/queue",
+        let guard = Arc::new(Guard::new(&budgets(Duration::from_secs(10))));
+        let app = Router::new()
+            .route(
+                "/api/events/{event}/queue",
+                in_group(
                     axum::routing::post(blocked.clone()),
-                )
-                .route("/api/events/{event}", get(blocked)),
-        );
+                    Group::Joins,
+                    guard.clone(),
+                ),
+            )
+            .route(
+                "/api/events/{event}",
+                in_group(get(blocked), Group::Reads, guard),
+            );
         let request = |method: &str, path: &str| {
             axum::http::Request::builder()
                 .method(method)
@@ -520,6 +532,7 @@ mod tests {
             reads: 1,
             request_timeout: timeout,
             organizer_timeout: timeout,
+            body_timeout: timeout,
         }
     }
 
@@ -529,16 +542,14 @@ mod tests {
         let done = finished.clone();
         let guard = Arc::new(Guard::new(&budgets(Duration::from_millis(50))));
         let app = guarded_by(
-            Router::new().route(
-                "/api/session",
-                get(move || {
-                    let done = done.clone();
-                    async move {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        done.notify_one();
-                    }
-                }),
-            ),
+            "/api/session",
+            get(move || {
+                let done = done.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    done.notify_one();
+                }
+            }),
             guard.clone(),
         );
         let request = axum::http::Request::get("/api/session")
@@ -575,7 +586,7 @@ mod tests {
         let started = Arc::new(tokio::sync::Notify::new());
         let finished = Arc::new(tokio::sync::Notify::new());
         let (s, f) = (started.clone(), finished.clone());
-        let app = guarded(Router::new().route(
+        let app = guarded(
             "/api/session",
             get(move || {
                 let (s, f) = (s.clone(), f.clone());
@@ -585,7 +596,7 @@ mod tests {
                     f.notify_one();
                 }
             }),
-        ));
+        );
         let request = axum::http::Request::get("/api/session")
             .body(Body::empty())
             .unwrap();
@@ -603,34 +614,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_handler_is_answered_500() {
-        let app = guarded(Router::new().route("/api/session", get(|| async { boom() })));
+        let app = guarded("/api/session", get(|| async { boom() }));
         let request = axum::http::Request::get("/api/session")
             .body(Body::empty())
             .unwrap();
         let answer = app.oneshot(request).await.unwrap();
         assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    }
-
-    #[test]
-    fn every_documented_route_has_its_group() {
-        use crate::openapi::ROUTES;
-        let group = |path: &str| Group::of(path);
-        for (_, path, ..) in ROUTES {
-            let expected = match *path {
-                "/api/events/{event}/queue" => Group::Joins,
-                "/api/events/{event}/queue/status" => Group::Polls,
-                "/api/events/{event}/queue/ws" => Group::Sockets,
-                "/healthz" | "/readyz" | "/metrics" => Group::Unlimited,
-                "/api/events/{event}"
-                | "/api/events/{event}/seats"
-                | "/api/events/{event}/fairness"
-                | "/api/openapi.json"
-                | "/"
-                | "/admin" => Group::Reads,
-                p if p.starts_with("/api/admin/") => Group::Organizer,
-                _ => Group::Reservations,
-            };
-            assert_eq!(group(path), expected, "{path}");
-        }
     }
 }

@@ -14,6 +14,19 @@ pub struct Problem {
     pub extra: Map<String, Value>,
     /// Seconds for the `Retry-After` header (429 and 503).
     pub retry_after: Option<u64>,
+    /// What the request span logs and counts for this refusal (boxed: rare, and a `Problem`
+    /// travels in every handler's `Result`).
+    pub refusal: Option<Box<Refusal>>,
+}
+
+/// Left on a problem's response for the request span, which logs the cause and counts the
+/// refusal once per request.
+#[derive(Clone, Debug, Default)]
+pub struct Refusal {
+    /// What went wrong on our side, for the log only (never shown to the client).
+    pub cause: Option<String>,
+    /// The `reason` label of `floodgate_rejections_total` this refusal counts under.
+    pub reason: Option<&'static str>,
 }
 
 impl Problem {
@@ -24,6 +37,7 @@ impl Problem {
             detail: detail.into(),
             extra: Map::new(),
             retry_after: None,
+            refusal: None,
         }
     }
 
@@ -34,6 +48,18 @@ impl Problem {
 
     pub fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
+        self
+    }
+
+    /// Names the server-side cause, logged by the request span.
+    pub fn caused_by(mut self, cause: impl Into<String>) -> Self {
+        self.refusal.get_or_insert_default().cause = Some(cause.into());
+        self
+    }
+
+    /// Counts this refusal under `floodgate_rejections_total{reason}` (in the request span).
+    pub fn counted(mut self, reason: &'static str) -> Self {
+        self.refusal.get_or_insert_default().reason = Some(reason);
         self
     }
 
@@ -94,6 +120,9 @@ impl IntoResponse for Problem {
         );
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(refusal) = self.refusal {
+            response.extensions_mut().insert(*refusal);
         }
         response
     }

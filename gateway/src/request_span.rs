@@ -1,26 +1,31 @@
-//! One span per request with its id, method and matched route, and request metrics. Query
-//! strings are never logged: the WebSocket route carries the queue token there.
+//! The edge of every route, in one layer: the request span (its id, method and route), the
+//! caller check from the headers, the body read within the route's limit and deadline, then
+//! load shedding (`overload::guard`), and once the answer is known, one log line and the
+//! request metrics. Query strings are never logged: the WebSocket route carries the queue
+//! token there.
 //!
-//! This is also the layer that sheds load (`overload::guard`): one layer instead of
-//! two saves a boxed future and a service clone on every request, and the shedding still runs
-//! inside the span, so shed and timed-out requests are logged and counted per route.
+//! The order is the point: a caller refused by its headers costs no body read, and a client
+//! trickling its body holds no shed permit while it does (the permit is taken once the body
+//! is in memory). One layer instead of several saves a boxed future and a service clone on
+//! every request.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Histogram};
 use tracing::Instrument;
 
-use crate::overload::Guard;
+use crate::problem::Refusal;
+use crate::route_book::Edge;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+pub async fn trace(State(edge): State<Edge>, mut request: Request, next: Next) -> Response {
     // A valid id the client sent is kept as the very header value it came in (no copy);
     // otherwise a fresh one (uuid's `fast-rng`: a thread-local generator, no syscall per request).
     let id = request
@@ -33,9 +38,7 @@ pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: 
             let hex = uuid::Uuid::new_v4().simple().encode_lower(&mut buffer);
             HeaderValue::from_str(hex).expect("hex digits are a valid header value")
         });
-    // Held as axum's `MatchedPath` (a shared string): no copy of the route per request.
-    let matched = request.extensions().get::<MatchedPath>().cloned();
-    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let route = edge.entry.path;
     request.headers_mut().insert(REQUEST_ID, id.clone());
     let span = tracing::info_span!(
         "request",
@@ -44,28 +47,35 @@ pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: 
         route = %route
     );
     let started = Instant::now();
-    let mut response = crate::overload::guard(&guard, route, request, next)
-        .instrument(span.clone())
-        .await;
+    let mut response = admit(edge, request, next).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status();
     let shed = response
         .extensions()
         .get::<crate::overload::Shed>()
         .is_some();
+    let refusal = response.extensions_mut().remove::<Refusal>();
+    if let Some(reason) = refusal.as_ref().and_then(|r| r.reason) {
+        metrics::counter!(
+            "floodgate_rejections_total",
+            "status" => status.as_u16().to_string(),
+            "reason" => reason
+        )
+        .increment(1);
+    }
     span.in_scope(|| {
-        if status.is_server_error() && !shed {
-            tracing::warn!(
+        let elapsed_ms = elapsed.as_millis() as u64;
+        if let Some(cause) = refusal.as_ref().and_then(|r| r.cause.as_deref()) {
+            tracing::error!(
                 status = status.as_u16(),
-                elapsed_ms = elapsed.as_millis() as u64,
+                elapsed_ms,
+                cause,
                 "request failed"
             );
+        } else if status.is_server_error() && !shed {
+            tracing::warn!(status = status.as_u16(), elapsed_ms, "request failed");
         } else {
-            tracing::debug!(
-                status = status.as_u16(),
-                elapsed_ms = elapsed.as_millis() as u64,
-                "request done"
-            );
+            tracing::debug!(status = status.as_u16(), elapsed_ms, "request done");
         }
     });
     let class = match status.as_u16() {
@@ -76,6 +86,23 @@ pub async fn trace(State(guard): State<Arc<Guard>>, mut request: Request, next: 
     RouteMetrics::record(route, class, elapsed.as_secs_f64());
     response.headers_mut().insert(REQUEST_ID, id);
     response
+}
+
+/// The caller from the headers, then the body, then a shed permit and the handler.
+async fn admit(edge: Edge, request: Request, next: Next) -> Response {
+    let Edge { app, entry } = edge;
+    let (mut parts, body) = request.into_parts();
+    if let Err(problem) = crate::auth::authenticate(entry.caller, &mut parts, &app).await {
+        return problem.into_response();
+    }
+    let mut request = Request::from_parts(parts, body);
+    if let Some(limit) = entry.body_limit {
+        request = match crate::body::buffer(request, limit, app.guard.body_timeout()).await {
+            Ok(read) => read,
+            Err(refused) => return refused.into_response(),
+        };
+    }
+    crate::overload::guard(&app.guard, entry.group, request, next).await
 }
 
 #[derive(Clone, Copy)]

@@ -1,61 +1,21 @@
 //! The organizer API: create an event, add seats, tune admission live, read stats and stuck
 //! payments, close the queue. Every route needs an organizer key; every change is audited.
 
-use axum::Router;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use reservation::{AdmissionPatch, EventId, NewEvent, NewSeat, SeatId};
 
-use crate::auth;
-use crate::body;
+use crate::auth::Organizer;
 use crate::clock::rfc3339;
-use crate::extract::PathId;
+use crate::extract::{JsonBody, PathId, Query};
 use crate::problem::Problem;
-use crate::routes::events::event_id;
+use crate::requests::{AdmissionSettings, CreateEvent, SeatsRequest, StuckQuery};
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/admin/events", post(create))
-        .route("/api/admin/events/{event}/seats", post(seats))
-        .route("/api/admin/events/{event}/admission", patch(tune))
-        .route("/api/admin/events/{event}/stats", get(stats))
-        .route("/api/admin/events/{event}/stuck", get(stuck))
-        .route("/api/admin/events/{event}/close", post(close))
-}
-
 const ACTOR: &str = "organizer";
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateEvent {
-    event: String,
-    name: String,
-    opens_at: Option<String>,
-    hold_ttl_s: Option<i64>,
-    max_hold_s: Option<i64>,
-    max_seats_per_hold: Option<i64>,
-    resolve_s: Option<i64>,
-    abandon_s: Option<i64>,
-    currency: Option<String>,
-    #[serde(default)]
-    admission: AdmissionSettings,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct AdmissionSettings {
-    rate_per_min: Option<i64>,
-    max_active: Option<i64>,
-    session_s: Option<i64>,
-    offer_s: Option<i64>,
-    paused: Option<bool>,
-}
 
 fn positive(name: &str, value: Option<i64>, into: &mut i64) -> Result<(), Problem> {
     match value {
@@ -78,14 +38,13 @@ async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
     }
 }
 
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body::RawBody(raw): body::RawBody,
+    _: Organizer,
+    body: JsonBody<CreateEvent>,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let request: CreateEvent = body::parse(&headers, &raw)?;
-    let id = event_id(&request.event)?;
+    let request = &body.value;
+    let id = request.event.parse::<EventId>()?;
     if request.name.trim().is_empty() || request.name.len() > 200 {
         return Err(Problem::bad_request("name must be 1-200 characters"));
     }
@@ -154,7 +113,7 @@ async fn create(
         &state,
         "create_event",
         id.as_str(),
-        &serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        &serde_json::from_slice(&body.raw).unwrap_or(Value::Null),
     )
     .await;
     Ok((
@@ -169,43 +128,12 @@ async fn create(
         .into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SeatsRequest {
-    seats: Option<Vec<SeatSpec>>,
-    generate: Option<Generate>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SeatSpec {
-    seat_id: String,
-    section: String,
-    #[serde(default)]
-    row: String,
-    #[serde(default)]
-    number: i64,
-    price_cents: i64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Generate {
-    section: String,
-    rows: u32,
-    per_row: u32,
-    price_cents: i64,
-}
-
-async fn seats(
+pub(crate) async fn seats(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
-    body::RawBody(raw): body::RawBody,
+    PathId(event): PathId<EventId>,
+    _: Organizer,
+    JsonBody { value: request, .. }: JsonBody<SeatsRequest>,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let event = event_id(&id)?;
-    let request: SeatsRequest = body::parse(&headers, &raw)?;
     state.store.get_event(&event).await?;
     let added = match request {
         SeatsRequest {
@@ -224,10 +152,7 @@ async fn seats(
                         ));
                     }
                     Ok(NewSeat {
-                        seat_id: s
-                            .seat_id
-                            .parse::<SeatId>()
-                            .map_err(|e| Problem::bad_request(e.to_string()))?,
+                        seat_id: s.seat_id.parse::<SeatId>()?,
                         section: s.section,
                         row_label: s.row,
                         number: s.number,
@@ -268,15 +193,13 @@ async fn seats(
     )
 }
 
-async fn tune(
+pub(crate) async fn tune(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
-    body::RawBody(raw): body::RawBody,
+    PathId(event): PathId<EventId>,
+    _: Organizer,
+    body: JsonBody<AdmissionSettings>,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let event = event_id(&id)?;
-    let request: AdmissionSettings = body::parse(&headers, &raw)?;
+    let request = &body.value;
     for (name, value) in [
         ("rate_per_min", request.rate_per_min),
         ("max_active", request.max_active),
@@ -298,12 +221,12 @@ async fn tune(
         closed: None,
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
-    obey_now(&state, &id).await;
+    obey_now(&state, event.as_str()).await;
     audit(
         &state,
         "tune_admission",
         event.as_str(),
-        &serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        &serde_json::from_slice(&body.raw).unwrap_or(Value::Null),
     )
     .await;
     Ok(axum::Json(control_json(&control)).into_response())
@@ -324,30 +247,26 @@ fn control_json(c: &reservation::AdmissionControl) -> Value {
     })
 }
 
-async fn close(
+pub(crate) async fn close(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(event): PathId<EventId>,
+    _: Organizer,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let event = event_id(&id)?;
     let patch = AdmissionPatch {
         closed: Some(true),
         ..Default::default()
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
-    obey_now(&state, &id).await;
+    obey_now(&state, event.as_str()).await;
     audit(&state, "close", event.as_str(), &json!({})).await;
     Ok(axum::Json(control_json(&control)).into_response())
 }
 
-async fn stats(
+pub(crate) async fn stats(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(event): PathId<EventId>,
+    _: Organizer,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let event: EventId = event_id(&id)?;
     let control = state
         .store
         .admission_control(&event)
@@ -355,7 +274,7 @@ async fn stats(
         .ok_or_else(|| Problem::not_found("no such event"))?;
     let counts = state.store.counts(&event).await?;
     let admitted_total = state.store.admitted_total(&event).await?;
-    let snapshot = state.admission.subscribe(&id).borrow().clone();
+    let snapshot = state.admission.subscribe(event.as_str()).borrow().clone();
     let seats = |s: &str| counts.seats(s);
     Ok(axum::Json(json!({
         "queue": {
@@ -380,19 +299,12 @@ async fn stats(
     .into_response())
 }
 
-#[derive(Deserialize)]
-struct StuckQuery {
-    older_than_s: Option<i64>,
-}
-
-async fn stuck(
+pub(crate) async fn stuck(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(event): PathId<EventId>,
+    _: Organizer,
     Query(query): Query<StuckQuery>,
 ) -> Result<Response, Problem> {
-    auth::organizer(&state, &headers)?;
-    let event = event_id(&id)?;
     let older_than_s = query.older_than_s.unwrap_or(60);
     if older_than_s < 0 {
         return Err(Problem::bad_request("older_than_s must be 0 or more"));

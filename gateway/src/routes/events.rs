@@ -1,10 +1,8 @@
 //! Public reads of an event: summary, seat map (cached, with ETag) and the fairness proof.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use bytes::Bytes;
 use serde_json::json;
 
@@ -17,18 +15,6 @@ use crate::problem::Problem;
 use crate::seat_cache::SeatSnapshot;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/events/{event}", get(event))
-        .route("/api/events/{event}/seats", get(seats))
-        .route("/api/events/{event}/fairness", get(fairness))
-}
-
-pub fn event_id(id: &str) -> Result<EventId, Problem> {
-    id.parse::<EventId>()
-        .map_err(|error| Problem::bad_request(error.to_string()))
-}
-
 pub fn state_name(state: EventState) -> &'static str {
     match state {
         EventState::PreQueue => "pre_queue",
@@ -39,21 +25,23 @@ pub fn state_name(state: EventState) -> &'static str {
     }
 }
 
-async fn event(State(state): State<AppState>, PathId(id): PathId) -> Result<Response, Problem> {
-    let snapshot = snapshot(&state, &event_id(&id)?).await?;
-    let queue = state.admission.subscribe(&id).borrow().state;
+pub(crate) async fn event(
+    State(state): State<AppState>,
+    PathId(event): PathId<EventId>,
+) -> Result<Response, Problem> {
+    let snapshot = snapshot(&state, &event).await?;
+    let queue = state.admission.subscribe(event.as_str()).borrow().state;
     let mut body = snapshot.summary;
     body["status"] = json!(state_name(queue));
     body["seats_left"] = json!(snapshot.seats_left);
     Ok(axum::Json(body).into_response())
 }
 
-async fn seats(
+pub(crate) async fn seats(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    PathId(event_id): PathId<EventId>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let event_id = event_id(&id)?;
     let snapshot = snapshot(&state, &event_id).await?;
     let etag = HeaderValue::from_str(&snapshot.etag).map_err(|_| Problem::internal())?;
     let fresh = headers
@@ -103,9 +91,11 @@ pub async fn snapshot(state: &AppState, event: &EventId) -> Result<SeatSnapshot,
         .await
 }
 
-async fn fairness(State(state): State<AppState>, PathId(id): PathId) -> Result<Response, Problem> {
-    event_id(&id)?;
-    let fairness = state.admission.fairness(&id).await?;
+pub(crate) async fn fairness(
+    State(state): State<AppState>,
+    PathId(event): PathId<EventId>,
+) -> Result<Response, Problem> {
+    let fairness = state.admission.fairness(event.as_str()).await?;
     let mut body = json!({ "seed_commitment": fairness.seed_commitment, "algorithm": "HMAC-SHA256(seed, ticket_id), ascending" });
     if let Some(seed) = fairness.seed {
         body["seed"] = json!(seed);

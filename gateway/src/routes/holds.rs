@@ -1,53 +1,20 @@
 //! Holding seats, extending, checking out and releasing: the reservation core's transitions,
 //! reached only with a valid admission token of the hold's event and session.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use reservation::{Hold, HoldId, HoldState, SeatId};
+use reservation::{EventId, Hold, HoldId, HoldState, SeatId};
 
-use crate::auth::{self, Admitted};
-use crate::body;
+use crate::auth::{Admitted, Reader};
 use crate::clock::{rfc3339, seconds_until};
-use crate::extract::PathId;
+use crate::extract::{JsonBody, PathId};
 use crate::idempotent;
 use crate::problem::Problem;
-use crate::routes::events::event_id;
+use crate::requests::{CheckoutRequest, HoldRequest};
 use crate::state::AppState;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/events/{event}/holds", post(create))
-        .route("/api/holds/{hold}/extend", post(extend))
-        .route("/api/holds/{hold}/checkout", post(checkout))
-        .route(
-            "/api/holds/{hold}",
-            axum::routing::get(read).delete(release),
-        )
-}
-
-/// `{"seats": [...]}` (named seats) or `{"section": "GA", "quantity": 2}` (general admission).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HoldRequest {
-    seats: Option<Vec<String>>,
-    section: Option<String>,
-    quantity: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CheckoutRequest {
-    payment_method: String,
-    /// The buyer's page, where the provider sends the buyer back after a 3-D Secure check.
-    #[serde(default)]
-    return_url: Option<String>,
-}
 
 /// An absolute `http(s)` URL of sane length; the provider is asked to send the buyer there,
 /// so nothing else (no `javascript:`, no relative path) is passed on.
@@ -55,11 +22,6 @@ fn valid_return_url(url: &str) -> bool {
     (url.starts_with("https://") || url.starts_with("http://"))
         && url.len() <= 2048
         && !url.bytes().any(|b| b.is_ascii_control() || b == b' ')
-}
-
-pub fn hold_id(id: &str) -> Result<HoldId, Problem> {
-    id.parse::<HoldId>()
-        .map_err(|error| Problem::bad_request(error.to_string()))
 }
 
 /// A hold as API.md shows it; `expires_in_s` is what a countdown starts from.
@@ -82,17 +44,17 @@ pub fn hold_json(hold: &Hold) -> Value {
     body
 }
 
-async fn create(
+/// The admission token was checked against the path's event at the edge.
+pub(crate) async fn create(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    PathId(event): PathId<EventId>,
+    Admitted { session, .. }: Admitted,
     headers: HeaderMap,
-    body::RawBody(raw): body::RawBody,
+    body: JsonBody<HoldRequest>,
 ) -> Result<Response, Problem> {
-    let event = event_id(&id)?;
-    let Admitted { session, .. } = auth::admitted(&state, &headers, Some(&id))?;
-    let request: HoldRequest = body::parse(&headers, &raw)?;
+    let request = body.value;
     let key = idempotent::key(&headers)?;
-    idempotent::once(&state, key.as_deref(), session.as_str(), "hold", &body::hash(&raw), || async {
+    idempotent::once(&state, key.as_deref(), session.as_str(), "hold", &body.hash, || async {
         let started = std::time::Instant::now();
         let hold = match request {
             HoldRequest { seats: Some(seats), section: None, quantity: None } => {
@@ -100,7 +62,7 @@ async fn create(
                     .into_iter()
                     .map(|s| s.parse::<SeatId>())
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|error| Problem::bad_request(error.to_string()))?;
+                    .map_err(Problem::from)?;
                 state.store.hold(&session, &seats).await
             }
             HoldRequest { seats: None, section: Some(section), quantity: Some(quantity) } => {
@@ -127,13 +89,11 @@ async fn create(
     .await
 }
 
-async fn extend(
+pub(crate) async fn extend(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(hold): PathId<HoldId>,
+    Admitted { session, .. }: Admitted,
 ) -> Result<Response, Problem> {
-    let hold = hold_id(&id)?;
-    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
     let hold = state.store.extend(&session, &hold).await?;
     Ok(axum::Json(json!({
         "expires_at": rfc3339(hold.expires_at_ms),
@@ -142,17 +102,16 @@ async fn extend(
     .into_response())
 }
 
-async fn checkout(
+pub(crate) async fn checkout(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    PathId(hold): PathId<HoldId>,
+    Admitted { session, .. }: Admitted,
     headers: HeaderMap,
-    body::RawBody(raw): body::RawBody,
+    body: JsonBody<CheckoutRequest>,
 ) -> Result<Response, Problem> {
-    let hold = hold_id(&id)?;
-    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
     let key = idempotent::key(&headers)?
         .ok_or_else(|| Problem::bad_request("checkout needs an Idempotency-Key header"))?;
-    let request: CheckoutRequest = body::parse(&headers, &raw)?;
+    let request = body.value;
     if request.payment_method.is_empty() || request.payment_method.len() > 64 {
         return Err(Problem::bad_request(
             "payment_method must be 1-64 characters",
@@ -166,7 +125,7 @@ async fn checkout(
         ));
     }
     let route = format!("checkout:{}", hold.as_str());
-    idempotent::once(&state, Some(&key), session.as_str(), &route, &body::hash(&raw), || async {
+    idempotent::once(&state, Some(&key), session.as_str(), &route, &body.hash, || async {
         let attempt = state
             .store
             .begin_payment_returning(&session, &hold, &request.payment_method, request.return_url.as_deref())
@@ -179,41 +138,40 @@ async fn checkout(
     .await
 }
 
-async fn release(
+pub(crate) async fn release(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(hold): PathId<HoldId>,
+    Admitted { session, .. }: Admitted,
 ) -> Result<Response, Problem> {
-    let hold = hold_id(&id)?;
-    let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
     state.store.release(&session, &hold).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// With an admission token the hold must be the session's; with a receipt key, the key's.
-async fn read(
+pub(crate) async fn read(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    PathId(hold_id): PathId<HoldId>,
+    reader: Reader,
 ) -> Result<Response, Problem> {
-    let hold_id = hold_id(&id)?;
-    let hold = if let Some(receipt) = auth::receipt(&headers) {
-        let hold = state
-            .store
-            .get_hold_by_receipt(receipt)
-            .await
-            .map_err(|_| Problem::not_found("no such hold"))?;
-        if hold.hold_id != hold_id {
-            return Err(Problem::not_found("no such hold"));
+    let hold = match reader {
+        Reader::Receipt(receipt) => {
+            let hold = state
+                .store
+                .get_hold_by_receipt(&receipt)
+                .await
+                .map_err(|_| Problem::not_found("no such hold"))?;
+            if hold.hold_id != hold_id {
+                return Err(Problem::not_found("no such hold"));
+            }
+            hold
         }
-        hold
-    } else {
-        let Admitted { session, .. } = auth::admitted(&state, &headers, None)?;
-        let hold = state.store.get_hold(&hold_id).await?;
-        if hold.session_id != session {
-            return Err(Problem::not_found("no such hold"));
+        Reader::Admitted(Admitted { session, .. }) => {
+            let hold = state.store.get_hold(&hold_id).await?;
+            if hold.session_id != session {
+                return Err(Problem::not_found("no such hold"));
+            }
+            hold
         }
-        hold
     };
     let mut body = hold_json(&hold);
     // A payment waiting for the buyer to authenticate (3-D Secure): the page follows

@@ -1,4 +1,4 @@
-//! One file per resource, each with its own `router()`.
+//! One file per resource of API.md; the routes themselves are declared in `route_book.rs`.
 
 pub mod admin;
 pub mod events;

@@ -1,21 +1,18 @@
 //! `GET /metrics` (Prometheus text) and `GET /api/openapi.json` (the contract, generated from
-//! the route table in `openapi.rs`).
+//! the route book by `openapi.rs`).
 
-use axum::Router;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 
-use crate::state::AppState;
-
-pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(metrics)).route(
-        "/api/openapi.json",
-        get(|| async { axum::Json(crate::openapi::document()) }),
+pub(crate) async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::served(),
     )
+        .into_response()
 }
 
-async fn metrics() -> Response {
+pub(crate) async fn metrics() -> Response {
     let body = crate::metrics::handle()
         .map(|h| h.render())
         .unwrap_or_default();

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use axum::Router;
-use axum::routing::get_service;
+use axum::routing::{MethodRouter, get_service};
 use tower_http::services::{ServeDir, ServeFile};
 
 use crate::state::AppState;
@@ -15,15 +14,17 @@ fn static_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../static")))
 }
 
-pub fn router() -> Router<AppState> {
-    let dir = static_dir();
-    let index = ServeFile::new(dir.join("index.html"));
-    Router::new()
-        .route_service("/", get_service(index.clone()))
-        .route_service("/events/{event}", get_service(index))
-        .route_service(
-            "/admin",
-            get_service(ServeFile::new(dir.join("admin.html"))),
-        )
-        .nest_service("/static", ServeDir::new(dir))
+/// The waiting-room page (`/`, `/events/{event}`).
+pub(crate) fn index() -> MethodRouter<AppState> {
+    get_service(ServeFile::new(static_dir().join("index.html")))
+}
+
+/// The organizer dashboard.
+pub(crate) fn admin() -> MethodRouter<AppState> {
+    get_service(ServeFile::new(static_dir().join("admin.html")))
+}
+
+/// Everything else under `/static`.
+pub(crate) fn files() -> ServeDir {
+    ServeDir::new(static_dir())
 }

@@ -3,22 +3,15 @@
 //! for `next_action` to send the buyer to. With a real provider (`FLOODGATE_PAYMENT_URL`) the
 //! provider serves its own page and these routes answer 404.
 
-use axum::Router;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
 
 use reservation::payments::Provider;
 use reservation::payments::simulator::{AuthAnswer, Choice, Simulator};
 
 use crate::problem::Problem;
 use crate::state::AppState;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/_sim/authenticate/{payment}", get(page))
-        .route("/_sim/authenticate/{payment}/{choice}", post(choose))
-}
 
 fn simulator(state: &AppState) -> Result<&Simulator, Problem> {
     match &state.provider {
@@ -27,7 +20,14 @@ fn simulator(state: &AppState) -> Result<&Simulator, Problem> {
     }
 }
 
-async fn page(State(state): State<AppState>, Path(payment): Path<String>) -> Response {
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    payment: Result<Path<String>, PathRejection>,
+) -> Response {
+    let Path(payment) = match payment {
+        Ok(path) => path,
+        Err(rejection) => return Problem::from(rejection).into_response(),
+    };
     let found = simulator(&state).map(|sim| sim.authentication_page(&payment));
     match found {
         Ok(Some(page)) => Html(page).into_response(),
@@ -36,10 +36,14 @@ async fn page(State(state): State<AppState>, Path(payment): Path<String>) -> Res
     }
 }
 
-async fn choose(
+pub(crate) async fn choose(
     State(state): State<AppState>,
-    Path((payment, choice)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
 ) -> Response {
+    let Path((payment, choice)) = match path {
+        Ok(path) => path,
+        Err(rejection) => return Problem::from(rejection).into_response(),
+    };
     let sim = match simulator(&state) {
         Ok(sim) => sim,
         Err(problem) => return problem.into_response(),

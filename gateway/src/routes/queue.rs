@@ -4,43 +4,34 @@
 use std::net::SocketAddr;
 use std::sync::LazyLock;
 
-use axum::Router;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use metrics::Counter;
 use serde::Serialize;
 use serde_json::json;
 
 use admission::QueueStatus;
+use reservation::EventId;
 
-use crate::auth;
+use crate::auth::QueueTicket;
 use crate::client_ip::client_ip;
 use crate::clock::rfc3339;
 use crate::extract::PathId;
 use crate::idempotent;
 use crate::problem::Problem;
-use crate::routes::events::event_id;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/events/{event}/queue", post(join))
-        .route("/api/events/{event}/queue/status", get(status))
-        .route("/api/events/{event}/queue/claim", post(claim))
-}
-
-async fn join(
+pub(crate) async fn join(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    PathId(event): PathId<EventId>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    event_id(&id)?;
+    let id = event.as_str();
     let key = idempotent::key(&headers)?;
     let client = client_ip(peer, &headers, &state.settings.trusted_proxies);
-    let joined = state.admission.join(&id, client, key.as_deref()).await?;
+    let joined = state.admission.join(id, client, key.as_deref()).await?;
     JOINS.increment(1);
     let body = JoinBody {
         estimated_wait_s: joined.estimated_wait_s,
@@ -71,13 +62,11 @@ static JOINS: LazyLock<Counter> = LazyLock::new(|| {
     metrics::counter!("floodgate_joins_total")
 });
 
-async fn status(
+/// The ticket was checked against the path's event at the edge.
+pub(crate) async fn status(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    QueueTicket(claims): QueueTicket,
 ) -> Result<Response, Problem> {
-    event_id(&id)?;
-    let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let status = state.admission.status(&claims).await?;
     let mut response = axum::Json(status).into_response();
     response
@@ -86,13 +75,10 @@ async fn status(
     Ok(response)
 }
 
-async fn claim(
+pub(crate) async fn claim(
     State(state): State<AppState>,
-    PathId(id): PathId,
-    headers: HeaderMap,
+    QueueTicket(claims): QueueTicket,
 ) -> Result<Response, Problem> {
-    event_id(&id)?;
-    let claims = auth::queued(&state, &id, auth::bearer(&headers))?;
     let admitted = state.admission.claim(&claims).await?;
     metrics::counter!("floodgate_claims_total").increment(1);
     let expires_ms = crate::clock::ms(admitted.session_expires_at);

@@ -1,25 +1,20 @@
 //! `GET /api/session`: the admission session and its live hold, so a buyer who lost the answer
 //! to a hold request finds the hold again.
 
-use axum::Router;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde_json::json;
 
-use crate::auth::{self, Admitted};
+use crate::auth::Admitted;
 use crate::clock::rfc3339;
 use crate::problem::Problem;
 use crate::routes::holds::hold_json;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/session", get(read))
-}
-
-async fn read(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
-    let Admitted { session, claims } = auth::admitted(&state, &headers, None)?;
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    Admitted { session, claims }: Admitted,
+) -> Result<Response, Problem> {
     let stored = state.store.get_session(&session).await?;
     let hold = state.store.session_live_hold(&session).await?;
     let mut body = json!({

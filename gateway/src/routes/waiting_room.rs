@@ -7,26 +7,25 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use axum::routing::get;
 use rand::Rng;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use admission::{Admission, EventState, QueueClaims, QueueStatus, Snapshot};
+use reservation::EventId;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth;
 use crate::client_ip::client_ip;
 use crate::clock::rfc3339;
-use crate::extract::PathId;
+use crate::extract::{PathId, Query, Upgrade};
 use crate::fanout::FanOut;
 use crate::overload::{Group, Limit};
 use crate::problem::Problem;
+use crate::requests::TokenQuery;
 use crate::socket_feed::SocketFeeds;
 use crate::socket_limits::{AddressSlot, TicketSeat};
 use crate::state::AppState;
@@ -43,26 +42,17 @@ const SOCKETS_RETRY_S: u64 = 10;
 /// a handful of sockets at any time, whatever the crowd.
 const NEAR_FRONT: u64 = 100;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/events/{event}/queue/ws", get(upgrade))
-}
-
-#[derive(Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
-}
-
-async fn upgrade(
+pub(crate) async fn upgrade(
     State(state): State<AppState>,
-    PathId(event): PathId,
+    PathId(event): PathId<EventId>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Query(query): Query<TokenQuery>,
-    ws: WebSocketUpgrade,
+    Upgrade(ws): Upgrade,
 ) -> Result<Response, Problem> {
     let slot = address_slot(&state, peer, &headers)?;
     // Only the code of a refusal is kept: a whole `Problem` would size every socket's task.
-    let checked = auth::queued(&state, &event, query.token.as_deref())
+    let checked = auth::queued(&state, event.as_str(), query.token.as_deref())
         .map(|claims| Box::new(Buyer::new(&state, claims, slot)))
         .map_err(|problem| problem.code);
     Ok(ws

@@ -2,65 +2,45 @@
 //! deduplicated on the provider's event id, and acted on through the same finalize/decline path
 //! as the outbox worker (the reservation core's `intake_webhook`).
 
-use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use bytes::Bytes;
 use serde_json::json;
 
-use reservation::webhook_intake::{WebhookAck, WebhookError, intake_webhook};
+use reservation::webhook_intake::{WebhookAck, intake_webhook};
 
+use crate::auth::SignedWebhook;
 use crate::problem::Problem;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/payments/webhook", post(receive))
-}
-
-async fn receive(
+/// The signature header was looked at before the body was read; it is checked against the
+/// body here, once.
+pub(crate) async fn receive(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    SignedWebhook(signature): SignedWebhook,
     body: Bytes,
 ) -> Result<Response, Problem> {
-    let signature = headers
-        .get("stripe-signature")
-        .and_then(|v| v.to_str().ok());
     let secret = state.settings.webhook_secret.as_bytes();
-    match intake_webhook(&state.store, &state.provider, secret, signature, &body).await {
-        Ok(ack) => {
-            let body = match ack {
-                WebhookAck::Applied {
-                    attempt_id,
-                    outcome,
-                } => {
-                    json!({"received": true, "payment_id": attempt_id.as_str(), "outcome": outcome})
-                }
-                WebhookAck::Duplicate { outcome } => {
-                    json!({"received": true, "duplicate": true, "outcome": outcome})
-                }
-                WebhookAck::Unmatched => json!({"received": true, "matched": false}),
-            };
-            Ok((StatusCode::OK, axum::Json(body)).into_response())
+    let ack = intake_webhook(
+        &state.store,
+        &state.provider,
+        secret,
+        Some(&signature),
+        &body,
+    )
+    .await?;
+    let body = match ack {
+        WebhookAck::Applied {
+            attempt_id,
+            outcome,
+        } => {
+            json!({"received": true, "payment_id": attempt_id.as_str(), "outcome": outcome})
         }
-        Err(WebhookError::Signature(error)) => Err(Problem::new(
-            StatusCode::BAD_REQUEST,
-            "unauthorized",
-            format!("webhook signature refused: {error}"),
-        )),
-        Err(WebhookError::Malformed(why)) => {
-            Err(Problem::bad_request(format!("malformed webhook: {why}")))
+        WebhookAck::Duplicate { outcome } => {
+            json!({"received": true, "duplicate": true, "outcome": outcome})
         }
-        Err(WebhookError::ProviderUnavailable(why)) => {
-            tracing::warn!(
-                why,
-                "webhook re-fetch failed; the provider will deliver again"
-            );
-            Err(Problem::overloaded(
-                "the payment provider did not answer; deliver again later",
-            ))
-        }
-        Err(WebhookError::Store(error)) => Err(error.into()),
-    }
+        WebhookAck::Unmatched => json!({"received": true, "matched": false}),
+    };
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
 }

@@ -1,0 +1,544 @@
+//! The route book: every route of the gateway declared once, with who may call it, its shed
+//! group, its body limit and its OpenAPI description. The router, the edge layer (caller check,
+//! body read, shedding, the request span), `GET /api/openapi.json` and the contract test all
+//! read this one table; a route cannot be declared without a caller kind and a group.
+
+use axum::Router;
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, MethodRouter};
+use tower::Layer;
+use tower_http::services::ServeDir;
+
+use crate::auth::Caller;
+use crate::body::MAX_BODY;
+use crate::overload::Group;
+use crate::routes::{
+    admin, events, health, holds, ops, orders, pages, payment_challenge, queue, session,
+    waiting_room, webhook,
+};
+use crate::state::AppState;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verb {
+    Get,
+    Post,
+    Patch,
+    Delete,
+}
+
+impl Verb {
+    /// The lower-case name OpenAPI keys operations by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Post => "post",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+        }
+    }
+
+    fn filter(self) -> MethodFilter {
+        match self {
+            Verb::Get => MethodFilter::GET,
+            Verb::Post => MethodFilter::POST,
+            Verb::Patch => MethodFilter::PATCH,
+            Verb::Delete => MethodFilter::DELETE,
+        }
+    }
+}
+
+/// What the edge layer of a route knows of it: all it needs per request, copied.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub verb: Verb,
+    pub path: &'static str,
+    pub caller: Caller,
+    pub group: Group,
+    /// The largest body read, or `None`: the route takes no body and none is read.
+    pub body_limit: Option<usize>,
+}
+
+/// The OpenAPI description of a route. Schemas are named components of `openapi.rs`.
+#[derive(Clone, Debug)]
+pub struct Doc {
+    pub summary: &'static str,
+    pub success: u16,
+    /// Whether the document lists the route (pages beyond `/` and `/admin`, static files and
+    /// the simulator's challenge page are not part of the API).
+    pub listed: bool,
+    pub request: Option<&'static str>,
+    pub response: Option<&'static str>,
+    /// Query parameters: (name, JSON schema as text, description).
+    pub query: &'static [(&'static str, &'static str, &'static str)],
+}
+
+enum Mount {
+    Handler(MethodRouter<AppState>),
+    Files(ServeDir),
+}
+
+pub struct Route {
+    entry: Entry,
+    doc: Doc,
+    mount: Mount,
+}
+
+impl Route {
+    /// A route served by `handler`. Its caller kind and group are required: there is no
+    /// default to forget.
+    pub fn new<H, T>(
+        verb: Verb,
+        path: &'static str,
+        caller: Caller,
+        group: Group,
+        summary: &'static str,
+        success: u16,
+        handler: H,
+    ) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        Self::mounted(
+            verb,
+            path,
+            caller,
+            group,
+            summary,
+            success,
+            Mount::Handler(axum::routing::on(verb.filter(), handler)),
+        )
+    }
+
+    fn mounted(
+        verb: Verb,
+        path: &'static str,
+        caller: Caller,
+        group: Group,
+        summary: &'static str,
+        success: u16,
+        mount: Mount,
+    ) -> Self {
+        Self {
+            entry: Entry {
+                verb,
+                path,
+                caller,
+                group,
+                body_limit: None,
+            },
+            doc: Doc {
+                summary,
+                success,
+                listed: true,
+                request: None,
+                response: None,
+                query: &[],
+            },
+            mount,
+        }
+    }
+
+    /// The route takes a JSON body of the named schema, up to `MAX_BODY`.
+    fn body(mut self, schema: &'static str) -> Self {
+        self.entry.body_limit = Some(MAX_BODY);
+        self.doc.request = Some(schema);
+        self
+    }
+
+    /// The success answer's schema.
+    fn answers(mut self, schema: &'static str) -> Self {
+        self.doc.response = Some(schema);
+        self
+    }
+
+    fn query(mut self, params: &'static [(&'static str, &'static str, &'static str)]) -> Self {
+        self.doc.query = params;
+        self
+    }
+
+    /// Served, but not part of the documented API.
+    fn unlisted(mut self) -> Self {
+        self.doc.listed = false;
+        self
+    }
+
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    pub fn doc(&self) -> &Doc {
+        &self.doc
+    }
+}
+
+use Caller::{
+    AdmissionOrReceipt, AdmissionToken, Anyone, OrganizerKey, QueueToken, WebhookSignature,
+};
+use Verb::{Delete, Get, Patch, Post};
+
+/// Every route of the gateway.
+pub fn book() -> Vec<Route> {
+    vec![
+        // The waiting room.
+        Route::new(
+            Post,
+            "/api/events/{event}/queue",
+            Anyone,
+            Group::Joins,
+            "Join the queue",
+            201,
+            queue::join,
+        ),
+        Route::new(
+            Get,
+            "/api/events/{event}/queue/status",
+            QueueToken,
+            Group::Polls,
+            "Queue status (polling)",
+            200,
+            queue::status,
+        ),
+        Route::new(
+            Post,
+            "/api/events/{event}/queue/claim",
+            QueueToken,
+            Group::Reservations,
+            "Claim an offer",
+            200,
+            queue::claim,
+        ),
+        // The queue token travels in the query (browsers cannot set headers on a socket) and
+        // is checked over the socket, which is told why it is closed.
+        Route::new(
+            Get,
+            "/api/events/{event}/queue/ws",
+            Anyone,
+            Group::Sockets,
+            "Waiting-room WebSocket (token in query)",
+            101,
+            waiting_room::upgrade,
+        )
+        .query(&[("token", r#"{"type": "string"}"#, "the queue token")]),
+        // Public reads.
+        Route::new(
+            Get,
+            "/api/events/{event}",
+            Anyone,
+            Group::Reads,
+            "Event summary",
+            200,
+            events::event,
+        ),
+        Route::new(
+            Get,
+            "/api/events/{event}/seats",
+            Anyone,
+            Group::Reads,
+            "Seat map",
+            200,
+            events::seats,
+        ),
+        Route::new(
+            Get,
+            "/api/events/{event}/fairness",
+            Anyone,
+            Group::Reads,
+            "Pre-queue seed commitment and reveal",
+            200,
+            events::fairness,
+        ),
+        // The money path.
+        Route::new(
+            Get,
+            "/api/session",
+            AdmissionToken,
+            Group::Reservations,
+            "The admission session and its live hold",
+            200,
+            session::read,
+        ),
+        Route::new(
+            Post,
+            "/api/events/{event}/holds",
+            AdmissionToken,
+            Group::Reservations,
+            "Hold seats (all or nothing)",
+            201,
+            holds::create,
+        )
+        .body("HoldRequest"),
+        Route::new(
+            Post,
+            "/api/holds/{hold}/extend",
+            AdmissionToken,
+            Group::Reservations,
+            "Extend a hold when the payment form opens",
+            200,
+            holds::extend,
+        ),
+        Route::new(
+            Post,
+            "/api/holds/{hold}/checkout",
+            AdmissionToken,
+            Group::Reservations,
+            "Begin payment",
+            202,
+            holds::checkout,
+        )
+        .body("Checkout"),
+        Route::new(
+            Delete,
+            "/api/holds/{hold}",
+            AdmissionToken,
+            Group::Reservations,
+            "Release a hold",
+            204,
+            holds::release,
+        ),
+        Route::new(
+            Get,
+            "/api/holds/{hold}",
+            AdmissionOrReceipt,
+            Group::Reservations,
+            "Read a hold",
+            200,
+            holds::read,
+        )
+        .answers("Hold"),
+        Route::new(
+            Get,
+            "/api/orders/{order}",
+            AdmissionOrReceipt,
+            Group::Reservations,
+            "Read an order",
+            200,
+            orders::read,
+        ),
+        Route::new(
+            Post,
+            "/api/payments/webhook",
+            WebhookSignature,
+            Group::Reservations,
+            "Payment provider webhook (Stripe-Signature)",
+            200,
+            webhook::receive,
+        )
+        .body("WebhookEvent"),
+        // The organizer.
+        Route::new(
+            Post,
+            "/api/admin/events",
+            OrganizerKey,
+            Group::Organizer,
+            "Create an event",
+            201,
+            admin::create,
+        )
+        .body("CreateEvent"),
+        Route::new(
+            Post,
+            "/api/admin/events/{event}/seats",
+            OrganizerKey,
+            Group::Organizer,
+            "Add seats",
+            200,
+            admin::seats,
+        )
+        .body("AddSeats"),
+        Route::new(
+            Patch,
+            "/api/admin/events/{event}/admission",
+            OrganizerKey,
+            Group::Organizer,
+            "Tune admission live",
+            200,
+            admin::tune,
+        )
+        .body("AdmissionSettings"),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/stats",
+            OrganizerKey,
+            Group::Organizer,
+            "Queue, seat, hold and payment counts",
+            200,
+            admin::stats,
+        ),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/stuck",
+            OrganizerKey,
+            Group::Organizer,
+            "Holds and payments stuck in paying",
+            200,
+            admin::stuck,
+        )
+        .query(&[(
+            "older_than_s",
+            r#"{"type": "integer", "minimum": 0}"#,
+            "seconds in `paying` (default 60)",
+        )]),
+        Route::new(
+            Post,
+            "/api/admin/events/{event}/close",
+            OrganizerKey,
+            Group::Organizer,
+            "Close the queue",
+            200,
+            admin::close,
+        ),
+        // Operations: never shed, so operators see the overload.
+        Route::new(
+            Get,
+            "/healthz",
+            Anyone,
+            Group::Unlimited,
+            "Process up",
+            200,
+            health::alive,
+        ),
+        Route::new(
+            Get,
+            "/readyz",
+            Anyone,
+            Group::Unlimited,
+            "Database and queue backend reachable",
+            200,
+            health::ready,
+        ),
+        Route::new(
+            Get,
+            "/metrics",
+            Anyone,
+            Group::Unlimited,
+            "Prometheus metrics",
+            200,
+            ops::metrics,
+        ),
+        Route::new(
+            Get,
+            "/api/openapi.json",
+            Anyone,
+            Group::Reads,
+            "This document",
+            200,
+            ops::openapi,
+        ),
+        // Pages.
+        page("/", "Waiting-room page (HTML)", pages::index()),
+        page("/admin", "Organizer dashboard (HTML)", pages::admin()),
+        page(
+            "/events/{event}",
+            "Waiting-room page of one event (HTML)",
+            pages::index(),
+        )
+        .unlisted(),
+        Route::mounted(
+            Get,
+            "/static",
+            Anyone,
+            Group::Reads,
+            "Static files",
+            200,
+            Mount::Files(pages::files()),
+        )
+        .unlisted(),
+        // The in-process simulator's 3-D Secure challenge (404 with a real provider).
+        Route::new(
+            Get,
+            "/_sim/authenticate/{payment}",
+            Anyone,
+            Group::Reads,
+            "Simulated 3-D Secure challenge",
+            200,
+            payment_challenge::page,
+        )
+        .unlisted(),
+        Route::new(
+            Post,
+            "/_sim/authenticate/{payment}/{choice}",
+            Anyone,
+            Group::Reads,
+            "Simulated 3-D Secure answer",
+            303,
+            payment_challenge::choose,
+        )
+        .unlisted(),
+    ]
+}
+
+fn page(path: &'static str, summary: &'static str, file: MethodRouter<AppState>) -> Route {
+    Route::mounted(
+        Get,
+        path,
+        Anyone,
+        Group::Reads,
+        summary,
+        200,
+        Mount::Handler(file),
+    )
+}
+
+/// The state of a route's edge layer: the shared state and the route's entry.
+#[derive(Clone)]
+pub struct Edge {
+    pub app: AppState,
+    pub entry: Entry,
+}
+
+/// The router of every route in the book, each behind its own edge layer.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for route in book() {
+        let edge = axum::middleware::from_fn_with_state(
+            Edge {
+                app: state.clone(),
+                entry: route.entry,
+            },
+            crate::request_span::trace,
+        );
+        router = match route.mount {
+            Mount::Handler(handler) => router.route(route.entry.path, handler.route_layer(edge)),
+            Mount::Files(files) => router.nest_service(route.entry.path, edge.layer(files)),
+        };
+    }
+    router
+        // Bodies are read at the edge within each route's limit; this is the ceiling for
+        // anything that would read one again.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .fallback(crate::errors::no_such_route)
+        .method_not_allowed_fallback(crate::errors::method_not_allowed)
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_method_and_path_is_declared_once() {
+        let mut seen = std::collections::HashSet::new();
+        for route in book() {
+            let Entry { verb, path, .. } = route.entry;
+            assert!(seen.insert((verb, path)), "{verb:?} {path} declared twice");
+        }
+    }
+
+    /// Only routes whose handler reads a body get one read for them, and every body has a
+    /// documented schema.
+    #[test]
+    fn bodies_are_declared_with_their_schema() {
+        for route in book() {
+            assert_eq!(
+                route.entry.body_limit.is_some(),
+                route.doc.request.is_some(),
+                "{}",
+                route.entry.path
+            );
+            if route.entry.body_limit.is_some() {
+                assert_ne!(route.entry.verb, Verb::Get, "{}", route.entry.path);
+            }
+        }
+    }
+}
