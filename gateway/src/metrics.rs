@@ -155,6 +155,10 @@ fn describe() {
         "floodgate_seat_cache_events",
         "events with a cached seat map on this instance"
     );
+    describe_counter!(
+        "floodgate_loop_restarts_total",
+        "background loops restarted after ending or panicking, per loop"
+    );
     register_zeroes();
 }
 

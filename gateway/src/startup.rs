@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::payment_mode::{self, PaymentMode};
 use crate::seat_cache::SeatCache;
 use crate::state::{AppState, Settings};
+use crate::supervisor::Supervisor;
 use crate::tls_roots::{self, ExtraRoots};
 use crate::{demo, secrets};
 
@@ -88,6 +89,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
             payment_mode,
         }),
         health: Default::default(),
+        readiness: Default::default(),
         shutdown,
         guard: Arc::new(crate::overload::Guard::new(&config.budgets())),
         fanouts: crate::fanout::FanOuts::default(),
@@ -96,40 +98,32 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
     })
 }
 
-/// Starts the loops every instance runs; they stop when `shutdown` is cancelled.
+/// Starts the loops every instance runs, supervised (restarted when one ends or panics, and
+/// reported on `/readyz`); they stop when `shutdown` is cancelled.
 pub async fn spawn_loops(
     state: &AppState,
     backpressure: crate::backpressure::Thresholds,
 ) -> anyhow::Result<JoinSet<()>> {
-    let mut tasks = JoinSet::new();
-    tasks.spawn(crate::backpressure::run(
-        state.clone(),
-        backpressure,
-        state.shutdown.clone(),
-    ));
-    let stop = state.shutdown.clone();
-    let admission = state.admission.clone();
-    tasks.spawn(async move { admission.run_meter(stop.cancelled_owned()).await });
-
-    let stop = state.shutdown.clone();
-    let store = state.store.clone();
-    tasks.spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                _ = every.tick() => {
-                    // Tidiness only: expiry itself is the permission, whatever the sweeper did.
-                    if let Err(error) = store.sweep(200).await {
-                        tracing::warn!(%error, "sweep failed");
-                    }
-                }
-            }
-        }
+    let mut loops = Supervisor::new(state.readiness.clone(), state.shutdown.clone());
+    let (probed, stop) = (state.clone(), state.shutdown.clone());
+    loops.spawn("readiness_probe", move || {
+        crate::readiness::probe(probed.clone(), stop.clone())
     });
-
+    let (watched, stop) = (state.clone(), state.shutdown.clone());
+    loops.spawn("backpressure", move || {
+        crate::backpressure::run(watched.clone(), backpressure.clone(), stop.clone())
+    });
+    let (admission, stop) = (state.admission.clone(), state.shutdown.clone());
+    loops.spawn("meter", move || {
+        let (admission, stop) = (admission.clone(), stop.clone());
+        async move { admission.run_meter(stop.cancelled_owned()).await }
+    });
+    let (store, stop) = (state.store.clone(), state.shutdown.clone());
+    loops.spawn("sweeper", move || sweep(store.clone(), stop.clone()));
     let (sampled, stop) = (state.clone(), state.shutdown.clone());
-    tasks.spawn(async move { crate::ops_gauges::run(sampled, stop).await });
+    loops.spawn("metrics_sampler", move || {
+        crate::ops_gauges::run(sampled.clone(), stop.clone())
+    });
 
     // The payment loops get their own small pool, so a slow provider never starves requests.
     // Jobs hold a connection only between provider calls, so 8 serve the worker's 64 jobs.
@@ -156,33 +150,56 @@ pub async fn spawn_loops(
         worker_store.clone(),
         state.provider.clone(),
     );
-    tasks.spawn(async move {
-        if let Err(error) = run_outbox(
-            store,
-            provider,
-            sink,
-            OutboxConfig::default(),
-            stop.cancelled_owned(),
-        )
-        .await
-        {
-            tracing::error!(%error, "outbox worker stopped");
+    loops.spawn("outbox_worker", move || {
+        let (store, provider, sink, stop) =
+            (store.clone(), provider.clone(), sink.clone(), stop.clone());
+        async move {
+            if let Err(error) = run_outbox(
+                store,
+                provider,
+                sink,
+                OutboxConfig::default(),
+                stop.cancelled_owned(),
+            )
+            .await
+            {
+                tracing::error!(%error, "outbox worker stopped");
+            }
         }
     });
     let (stop, provider) = (state.shutdown.clone(), state.provider.clone());
-    tasks.spawn(async move {
-        if let Err(error) = run_reconciler(
-            worker_store,
-            provider,
-            ReconcileConfig::default(),
-            stop.cancelled_owned(),
-        )
-        .await
-        {
-            tracing::error!(%error, "reconciler stopped");
+    loops.spawn("reconciler", move || {
+        let (store, provider, stop) = (worker_store.clone(), provider.clone(), stop.clone());
+        async move {
+            if let Err(error) = run_reconciler(
+                store,
+                provider,
+                ReconcileConfig::default(),
+                stop.cancelled_owned(),
+            )
+            .await
+            {
+                tracing::error!(%error, "reconciler stopped");
+            }
         }
     });
-    Ok(tasks)
+    Ok(loops.into_tasks())
+}
+
+/// Expired holds back to available once a second, in small batches. Tidiness only: expiry
+/// itself is the permission, whatever the sweeper did.
+async fn sweep(store: Store, stop: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {
+                if let Err(error) = store.sweep(200).await {
+                    tracing::warn!(%error, "sweep failed");
+                }
+            }
+        }
+    }
 }
 
 /// The in-process simulator sends its webhooks to this gateway, like a real provider would.

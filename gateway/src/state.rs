@@ -26,6 +26,9 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// What handlers saw of the core's health, judged once a second (`backpressure.rs`).
     pub health: Arc<crate::backpressure::CoreHealth>,
+    /// What `/readyz` answers from: the database, the queue backend and the background loops,
+    /// as the probe and the supervisor last saw them.
+    pub readiness: Arc<crate::readiness::Readiness>,
     /// Cancelled when the gateway begins a graceful shutdown: sockets say `reconnect`.
     pub shutdown: CancellationToken,
     /// In-flight budgets and deadlines per route group.

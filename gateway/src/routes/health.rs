@@ -1,5 +1,7 @@
-//! `GET /healthz` (the process is up) and `GET /readyz` (the database answers; the body says
-//! whether payments are simulated, so a deployment selling for no money is plain to see).
+//! `GET /healthz` (the process is up) and `GET /readyz` (the database and the queue backend
+//! answer and every background loop runs, as the probe and the supervisor last saw them: no
+//! query per call; the body says whether payments are simulated, so a deployment selling for no
+//! money is plain to see).
 
 use axum::extract::State;
 
@@ -10,11 +12,22 @@ pub(crate) async fn alive() -> &'static str {
     "ok"
 }
 
+<<<<<<< HEAD
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
     state.store.ping().await.map_err(|error| {
         tracing::warn!(%error, "database not ready");
         Problem::overloaded("the database does not answer")
     })?;
+=======
+async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
+    let down = state.readiness.down();
+    if !down.is_empty() {
+        return Err(
+            Problem::overloaded(format!("not ready: {} down", down.join(", ")))
+                .with("down", serde_json::json!(down)),
+        );
+    }
+>>>>>>> adm
     let payments = state.settings.payment_mode.as_str();
     Ok(format!("ready\npayments: {payments}\n"))
 }
