@@ -12,14 +12,7 @@ pub(crate) async fn alive() -> &'static str {
     "ok"
 }
 
-<<<<<<< HEAD
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
-    state.store.ping().await.map_err(|error| {
-        tracing::warn!(%error, "database not ready");
-        Problem::overloaded("the database does not answer")
-    })?;
-=======
-async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
     let down = state.readiness.down();
     if !down.is_empty() {
         return Err(
@@ -27,7 +20,6 @@ async fn ready(State(state): State<AppState>) -> Result<String, Problem> {
                 .with("down", serde_json::json!(down)),
         );
     }
->>>>>>> adm
     let payments = state.settings.payment_mode.as_str();
     Ok(format!("ready\npayments: {payments}\n"))
 }
