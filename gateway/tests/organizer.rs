@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use support::buyer::{Held, seat};
-use support::contract::API_MD;
 use support::rows::{Rows, group};
 use support::{Backends, TestApp, spawn_app};
 
@@ -286,52 +285,6 @@ async fn stats_and_stuck_match_the_database_after_a_mini_sale() {
         .expect(200);
     assert_eq!(stuck.body["payments"], json!([]), "{stuck:?}");
     assert_stats_match(&app, &event, [2, 0, 0, 4]).await;
-}
-
-#[tokio::test]
-async fn openapi_lists_every_route_and_the_router_knows_each() {
-    let app = spawn_app(Backends::Embedded).await;
-    let doc = app.get("/api/openapi.json").await.expect(200).body;
-    assert!(
-        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
-        "{doc}"
-    );
-    let paths = doc["paths"].as_object().expect("paths");
-    for (method, path) in API_MD {
-        let pages = *path == "/" || *path == "/admin";
-        assert!(
-            pages || paths.get(*path).is_some_and(|p| p.get(*method).is_some()),
-            "API.md's {method} {path} is missing from the document"
-        );
-    }
-    let mut called = 0;
-    for (path, item) in paths {
-        let concrete = path
-            .replace("{event}", "e2e-dummy")
-            .replace("{hold}", "h_dummy")
-            .replace("{order}", "o_dummy");
-        for method in item.as_object().expect("path item").keys() {
-            let Ok(verb) = Method::from_bytes(method.to_uppercase().as_bytes()) else {
-                continue;
-            };
-            let answer = app
-                .send(
-                    app.request(verb, &concrete)
-                        .header("content-type", "application/json")
-                        .body("{}"),
-                )
-                .await;
-            assert!(
-                answer.body["detail"] != "no such route" && answer.status != 405,
-                "the document lists {method} {path} but the router does not know it: {answer:?}"
-            );
-            called += 1;
-        }
-    }
-    assert!(
-        called >= API_MD.len() - 2,
-        "only {called} operations documented"
-    );
 }
 
 /// Organizer numbers are bounded before anything is built: a block of 65,536 × 65,536 seats
