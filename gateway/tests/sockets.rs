@@ -12,6 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -255,5 +256,60 @@ async fn an_upgrade_that_never_completes_its_handshake_is_dropped() {
         "the unfinished upgrade was still open after 5 s"
     );
     assert!(stays_open(&mut ws, Duration::from_millis(100)).await);
+    app.gateway.stop().await;
+}
+
+/// Behind a trusted proxy, the cap counts an IPv6 client by its /64, and a forwarded hop that
+/// is not an address ends the walk: whatever a client writes to its left cannot buy it a
+/// fresh place.
+#[tokio::test]
+async fn the_cap_holds_for_ipv6_neighbours_and_unreadable_forwarded_hops() {
+    let app = spawn_app_with(Backends::Embedded, |config| {
+        config.sockets_per_address = 2;
+        config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await;
+    let event = app
+        .create_event(10, json!({ "rate_per_min": 1, "max_active": 1 }))
+        .await;
+    let mut open = Vec::new();
+    let mut from = async |forwarded: &str| {
+        let queued = app.join_queue(&event).await;
+        let url = app.ws_url(&format!(
+            "/api/events/{event}/queue/ws?token={}",
+            queued.queue_token
+        ));
+        let mut request = url.into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", forwarded.parse().unwrap());
+        match tokio_tungstenite::connect_async(request).await {
+            Ok((ws, _)) => {
+                open.push(ws);
+                true
+            }
+            Err(tungstenite::Error::Http(response)) if response.status() == 429 => false,
+            Err(other) => panic!("{other}"),
+        }
+    };
+    assert!(from("2001:db8:1:2::1").await);
+    assert!(from("2001:db8:1:2:ffff:ffff:ffff:ffff").await);
+    assert!(
+        !from("2001:db8:1:2:abcd::9").await,
+        "a third address of the same /64 got a socket"
+    );
+    assert!(
+        from("2001:db8:1:3::1").await,
+        "the next /64 is another client"
+    );
+
+    // `nonsense` ends the walk: all three count as the proxy (127.0.0.1), whatever is left of it.
+    assert!(from("203.0.113.5, nonsense").await);
+    assert!(from("203.0.113.6, nonsense").await);
+    assert!(
+        !from("203.0.113.7, nonsense").await,
+        "addresses written left of an unreadable hop bought a fresh place"
+    );
+    drop(open);
     app.gateway.stop().await;
 }
