@@ -51,7 +51,13 @@ async fn story(store: Store) {
     );
     assert!(matches!(
         store
-            .update_admission_control(&unknown, &AdmissionPatch::default())
+            .update_admission_control(
+                &unknown,
+                &AdmissionPatch {
+                    paused: Some(true),
+                    ..AdmissionPatch::default()
+                }
+            )
             .await,
         Err(reservation::Error::EventNotFound)
     ));
