@@ -218,28 +218,27 @@ impl From<QueryRejection> for Problem {
     }
 }
 
+/// One of axum's own rejections as a `bad_request` problem, keeping its status when it is a
+/// client error (413, 426…): what the client sent was wrong, never the server.
+fn axum_rejection(status: StatusCode, text: String) -> Problem {
+    let status = if status.is_client_error() {
+        status
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    Problem::new(status, "bad_request", text)
+}
+
 impl From<BytesRejection> for Problem {
     fn from(rejection: BytesRejection) -> Self {
-        let status = rejection.status();
-        let code = if status.is_client_error() {
-            status
-        } else {
-            StatusCode::BAD_REQUEST
-        };
-        Problem::new(code, "bad_request", rejection.body_text())
+        axum_rejection(rejection.status(), rejection.body_text())
     }
 }
 
 /// A GET without the upgrade headers of a WebSocket (or a version the server does not speak).
 impl From<WebSocketUpgradeRejection> for Problem {
     fn from(rejection: WebSocketUpgradeRejection) -> Self {
-        let status = rejection.status();
-        let code = if status.is_client_error() {
-            status
-        } else {
-            StatusCode::BAD_REQUEST
-        };
-        Problem::new(code, "bad_request", rejection.body_text())
+        axum_rejection(rejection.status(), rejection.body_text())
     }
 }
 
