@@ -180,6 +180,9 @@ pub(crate) async fn seats(
         _ => return Err(Problem::bad_request("give either `seats` or `generate`")),
     };
     state.seats.invalidate(event.as_str());
+    // New seats end a sold-out snapshot: published before the answer, so a buyer sent here
+    // right after is not told "sold out" by a tick that ran before the seats existed.
+    obey_now(&state, event.as_str()).await;
     audit(
         &state,
         "add_seats",
