@@ -349,4 +349,20 @@ mod tests {
             .expect("verifies");
         assert_eq!(back, claims);
     }
+
+    /// A keyed ticket id is fixed by the event, the key and the secret alone: a retried join
+    /// finds its place, and without the secret (which, unlike the seed, is never published)
+    /// nobody can tell which key gives which ticket.
+    #[test]
+    fn keyed_ticket_ids_need_the_secret() {
+        let ring = |secret: &'static [u8]| KeyRing::new([("k1", secret)]).expect("a valid ring");
+        let ours = ring(b"a secret of the service, long enough");
+        let other = ring(b"another secret, just as long as it");
+        let id = ours.keyed_ticket_id("ev-1", "key-1");
+        assert_eq!(id, ours.keyed_ticket_id("ev-1", "key-1"));
+        assert_eq!(id.len(), 32);
+        assert_ne!(id, ours.keyed_ticket_id("ev-2", "key-1"));
+        assert_ne!(id, ours.keyed_ticket_id("ev-1", "key-2"));
+        assert_ne!(id, other.keyed_ticket_id("ev-1", "key-1"));
+    }
 }
