@@ -116,12 +116,32 @@ fn parse<T: DeserializeOwned>(json: bool, body: &[u8]) -> Result<T, Problem> {
         return Err(Problem::bad_request("the body must be application/json"));
     }
     let bytes: &[u8] = if body.is_empty() { b"{}" } else { body };
+    // Every body of the API is an object; serde would also fill a struct from an array of its
+    // fields in order, which the document does not allow.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(Problem::bad_request("the body must be a JSON object"));
+    }
     Ok(serde_json::from_slice(bytes)?)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_valid_id;
+    use super::{is_valid_id, parse};
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Checkout {
+        #[allow(dead_code)]
+        payment_method: String,
+    }
+
+    #[test]
+    fn bodies_are_objects() {
+        assert!(parse::<Checkout>(true, br#" {"payment_method": "pm_card_visa"}"#).is_ok());
+        assert!(parse::<Checkout>(true, br#"["pm_card_visa"]"#).is_err());
+        assert!(parse::<Checkout>(true, b"  [\"pm_card_visa\"]").is_err());
+        assert!(parse::<Checkout>(false, br#"{"payment_method": "x"}"#).is_err());
+    }
 
     #[test]
     fn id_pattern() {
