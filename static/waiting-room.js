@@ -33,11 +33,26 @@ function tick(fn) {
   ticker = setInterval(fn, 250);
 }
 
+/** The receipt named in the fragment (`#hold=…&receipt=…`), if any. */
+function receiptInFragment() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const hold = params.get('hold');
+  const receipt = params.get('receipt');
+  return hold && receipt ? { hold, receipt } : null;
+}
+
+// Following the landing page's order link changes only the fragment of this same page, which
+// loads nothing: show the receipt it names.
+window.addEventListener('hashchange', () => {
+  const named = receiptInFragment();
+  if (named) showReceipt(named.hold, named.receipt);
+});
+
 async function boot() {
   for (const a of document.querySelectorAll('.fairness-link')) a.href = api('/fairness');
-  const params = new URLSearchParams(location.hash.slice(1));
-  if (params.get('receipt') && params.get('hold')) {
-    await showReceipt(params.get('hold'), params.get('receipt'));
+  const named = receiptInFragment();
+  if (named) {
+    await showReceipt(named.hold, named.receipt);
     return;
   }
   let fetchedAt;
