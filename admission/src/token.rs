@@ -320,7 +320,8 @@ fn check(claims: &Envelope, event: &str, now_ms: UnixMs) -> Result<(), Admission
     if claims.ev != event {
         return Err(AdmissionError::WrongEvent);
     }
-    if claims.exp * 1000 <= now_ms {
+    // Saturating: a signed `exp` far in the future means "not expired", never a wrapped past.
+    if claims.exp.saturating_mul(1000) <= now_ms {
         return Err(AdmissionError::TokenExpired);
     }
     Ok(())
