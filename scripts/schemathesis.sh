@@ -11,6 +11,7 @@
 # run's bound, default 120), SCHEMATHESIS_SEED (default 1, so a failure reproduces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/gateway-address.sh
 
 if [ -z "${FLOODGATE_PYTHON:-}" ]; then
   source scripts/test-tools.sh
@@ -39,19 +40,7 @@ if [ -z "${FLOODGATE_URL:-}" ]; then
       exec ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway --all-features --bin gateway}
   ) >"$log" 2>&1 &
   gateway=$!
-  addr=""
-  # Up to 10 minutes: the first run may compile the gateway.
-  for _ in $(seq 1 1200); do
-    addr="$(grep -a -m1 'listening' "$log" | grep -aoE '127\.0\.0\.1:[0-9]+' | head -n1 || true)"
-    [ -n "$addr" ] && break
-    if ! kill -0 "$gateway" 2>/dev/null; then
-      cat "$log" >&2
-      echo "the gateway exited before listening" >&2
-      exit 1
-    fi
-    sleep 0.5
-  done
-  [ -n "$addr" ] || { cat "$log" >&2; echo "the gateway never logged its address" >&2; exit 1; }
+  addr="$(gateway_address "$log" "$gateway")"
   export FLOODGATE_URL="http://$addr"
 fi
 echo "schemathesis against the gateway at $FLOODGATE_URL"

@@ -5,6 +5,7 @@
 # reach, and stops it afterwards. FLOODGATE_GATEWAY_CMD overrides how it is started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/gateway-address.sh
 
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 [ -x "$chromium" ] || { echo "no Chromium at $chromium: bash scripts/test-tools.sh installs it (or set CHROMIUM_PATH)" >&2; exit 1; }
@@ -22,19 +23,7 @@ if [ -z "${FLOODGATE_URL:-}" ]; then
     ${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway} >"$log" 2>&1 &
   gateway=$!
   trap 'kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; rm -rf "$work"' EXIT
-  addr=""
-  # Up to 10 minutes: the first run may compile the gateway.
-  for _ in $(seq 1 1200); do
-    addr="$(grep -a -m1 'listening' "$log" | grep -aoE '127\.0\.0\.1:[0-9]+' | head -n1 || true)"
-    [ -n "$addr" ] && break
-    if ! kill -0 "$gateway" 2>/dev/null; then
-      cat "$log" >&2
-      echo "the gateway exited before listening" >&2
-      exit 1
-    fi
-    sleep 0.5
-  done
-  [ -n "$addr" ] || { cat "$log" >&2; echo "the gateway never logged its address" >&2; exit 1; }
+  addr="$(gateway_address "$log" "$gateway")"
   export FLOODGATE_URL="http://$addr"
   echo "browser tests against the gateway at $FLOODGATE_URL"
 fi
