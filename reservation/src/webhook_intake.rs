@@ -7,8 +7,6 @@
 //! finds it and does nothing; a crash before commit leaves neither the record nor the effect,
 //! so the provider's redelivery acts afresh. A stored id answers with the stored outcome.
 
-use sqlx::Row;
-
 use crate::ids::AttemptId;
 use crate::outbox::Converged;
 use crate::payments::Outcome;
@@ -142,13 +140,12 @@ async fn apply(
 }
 
 async fn stored_outcome(store: &Store, event_id: &str) -> Result<Option<String>, Error> {
-    let row = sqlx::query(
+    Ok(sqlx::query_scalar(
         "select coalesce(outcome, '') as outcome from webhook_events where provider_event_id = $1",
     )
     .bind(event_id)
     .fetch_optional(store.pool())
-    .await?;
-    Ok(row.map(|r| r.try_get("outcome")).transpose()?)
+    .await?)
 }
 
 /// Records the event once; `false` if its id was already there.

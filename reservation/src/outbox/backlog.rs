@@ -1,8 +1,6 @@
 //! How far behind the outbox is: a growing backlog means the provider (or the worker) cannot
 //! keep up, which the gateway reads as a reason to slow admission down.
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::store::Store;
 
@@ -21,10 +19,17 @@ pub struct Backlog {
     pub median_age_ms: i64,
 }
 
+#[derive(sqlx::FromRow)]
+struct BacklogRow {
+    depth: i64,
+    oldest: i64,
+    age: i64,
+}
+
 impl Store {
     /// Reads only rows not done (the `outbox_ready` partial index), once a second per instance.
     pub async fn outbox_lag(&self) -> Result<Backlog, Error> {
-        let row = sqlx::query(self.sql(
+        let row = sqlx::query_as::<_, BacklogRow>(self.sql(
             "select (select count(*) from outbox where done_at is null) as depth, \
              coalesce(MS(NOW) - (select min(MS(created_at)) from outbox \
                where done_at is null and watching = 0), 0) as oldest, \
@@ -36,9 +41,9 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         Ok(Backlog {
-            depth: row.try_get("depth")?,
-            oldest_age_ms: row.try_get::<i64, _>("oldest")?.max(0),
-            median_age_ms: row.try_get::<i64, _>("age")?.max(0),
+            depth: row.depth,
+            oldest_age_ms: row.oldest.max(0),
+            median_age_ms: row.age.max(0),
         })
     }
 }

@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
-
 use crate::Error;
 use crate::store::Store;
 
@@ -24,12 +22,23 @@ pub(crate) struct Job {
     pub tries: i64,
 }
 
+/// A claimed row as the database returns it (the payload is JSON text on both dialects).
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    id: i64,
+    kind: String,
+    event_id: Option<String>,
+    attempt_id: Option<String>,
+    payload: String,
+    tries: i64,
+}
+
 impl Store {
     /// Claims up to `n` due rows for `lease`. `SKIP LOCKED` lets several workers claim at once
     /// without queueing on each other's rows (SQLite has one writer and needs no clause).
     pub(crate) async fn claim_jobs(&self, n: usize, lease: Duration) -> Result<Vec<Job>, Error> {
         let mut tx = self.begin().await?;
-        let rows = sqlx::query(self.sql(
+        let rows = sqlx::query_as::<_, JobRow>(self.sql(
             "update outbox set lease_until = NOW + MSEC($2), tries = tries + 1 \
              where id in (select id from outbox \
                           where done_at is null and run_after <= NOW \
@@ -44,16 +53,13 @@ impl Store {
         tx.commit().await?;
         rows.into_iter()
             .map(|r| {
-                let payload: String = r.try_get("payload")?;
                 Ok(Job {
-                    id: r.try_get("id")?,
-                    kind: r.try_get("kind")?,
-                    event_id: r
-                        .try_get::<Option<String>, _>("event_id")?
-                        .unwrap_or_default(),
-                    attempt_id: r.try_get("attempt_id")?,
-                    payload: serde_json::from_str(&payload)?,
-                    tries: r.try_get("tries")?,
+                    id: r.id,
+                    kind: r.kind,
+                    event_id: r.event_id.unwrap_or_default(),
+                    attempt_id: r.attempt_id,
+                    payload: serde_json::from_str(&r.payload)?,
+                    tries: r.tries,
                 })
             })
             .collect()
