@@ -101,7 +101,10 @@ color:#1b2230;line-height:1.5}button{font:inherit;font-size:1rem;padding:.6rem 1
 
 /// The CSP source (`'sha256-…'`) that allows [`CHALLENGE_STYLE`] in a `style-src` list.
 pub fn challenge_style_source() -> String {
-    format!("'sha256-{}'", STANDARD.encode(Sha256::digest(CHALLENGE_STYLE.as_bytes())))
+    format!(
+        "'sha256-{}'",
+        STANDARD.encode(Sha256::digest(CHALLENGE_STYLE.as_bytes()))
+    )
 }
 
 /// The challenge page of one intent, or `None` for an unknown one. Plain HTML forms, no
