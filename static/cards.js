@@ -1,6 +1,6 @@
 // The payment method choices: the payment simulator's test cards, labelled as such.
 
-import { TEST_CARDS } from './messages.js';
+import { TEST_CARDS, cardText } from './messages.js';
 import { $ } from './view.js';
 
 /** A decline reason in words, whatever shape the provider's error came in. */
@@ -17,8 +17,9 @@ export function renderCards() {
       const label = document.createElement('label');
       label.innerHTML = `<input type="radio" name="card" value="${card.id}"${i === 0 ? ' checked' : ''}>
         <span><strong></strong><br><span class="muted small"></span> <code>${card.id}</code></span>`;
-      label.querySelector('strong').textContent = card.label;
-      label.querySelector('.muted').textContent = card.note;
+      const text = cardText(card);
+      label.querySelector('strong').textContent = text.label;
+      label.querySelector('.muted').textContent = text.note;
       return label;
     }),
   );

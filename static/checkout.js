@@ -3,14 +3,21 @@
 // device's clock. Idempotency keys are kept so a retried click is the same action.
 
 import { request, requestPatiently, newKey, sleep } from './api.js';
-import { messageFor, HOLD_ENDINGS } from './messages.js';
-import { Deadline, clock, money, plural, when } from './format.js';
+import { messageFor, holdEnding, retrying } from './messages.js';
+import { Deadline, clock, money, counted, spokenLeft, when } from './format.js';
+import { locale, t } from './i18n.js';
+import { Announcer } from './announce.js';
 import { $, show, say, setText, fillSeatList, currentView } from './view.js';
 import { SeatMap } from './seat-map.js';
 import { readAuth, renderConfirmed } from './receipt.js';
 import { renderCards, describeError } from './cards.js';
 
 const SEAT_REFRESH_MS = 5000;
+
+/** Seat ids in a sentence: "A-1, A-2 and A-3" in the buyer's language. */
+function seatList(ids) {
+  return new Intl.ListFormat(locale, { type: 'conjunction' }).format(ids.map(String));
+}
 
 /** This page without what a bank's return added, for the provider to send the buyer back to. */
 function returnUrl() {
@@ -34,6 +41,7 @@ export class Shop {
     this.holdDeadline = null;
     this.timer = null;
     this.price = (c) => money(c, this.currency);
+    this.announcer = new Announcer($('hold-announce'));
     $('hold').addEventListener('click', () => this.holdSeats());
     $('to-payment').addEventListener('click', () => this.openPayment());
     $('payment-form').addEventListener('submit', (e) => {
@@ -88,15 +96,15 @@ export class Shop {
   async enter() {
     this.stopTimer();
     say('');
-    setText('max-seats', plural(this.maxSeats, 'seat', 'seats'));
+    setText('seats-help', t('seats.help', { max: counted('seats.count', this.maxSeats) }));
     const session = this.store.get('session');
-    setText('session-ends', session?.expires_at ? `Your shopping time ends at ${when(session.expires_at)}.` : '');
+    setText('session-ends', session?.expires_at ? t('seats.sessionEnds', { when: when(session.expires_at) }) : '');
     if (!this.map) {
       this.map = new SeatMap($('seat-map'), {
         maxSeats: this.maxSeats,
         price: this.price,
         onChange: (seats) => this.renderSelection(seats),
-        onLimit: () => say(`You can pick up to ${plural(this.maxSeats, 'seat', 'seats')} in one order.`, 'warn'),
+        onLimit: () => say(t('seats.limit', { max: counted('seats.count', this.maxSeats) }), 'warn'),
       });
     }
     show('seats');
@@ -111,7 +119,7 @@ export class Shop {
       if (res.status === 304) return;
       this.etag = res.headers.get('ETag');
       const lost = this.map.setSeats(res.body.seats || []);
-      if (lost.length) say(`${lost.map((s) => s.seat_id).join(', ')} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else. Please choose another.`, 'warn');
+      if (lost.length) say(t(lost.length === 1 ? 'seats.lostOne' : 'seats.lostMany', { seats: seatList(lost.map((s) => s.seat_id)) }), 'warn');
     } catch (err) {
       if (!this.map.hasSeats()) say(messageFor(err.code));
     }
@@ -124,8 +132,8 @@ export class Shop {
     setText('selection-total', this.price(total));
     const button = $('hold');
     button.disabled = seats.length === 0;
-    button.textContent = seats.length ? `Hold ${plural(seats.length, 'seat', 'seats')}` : 'Hold seats';
-    setText('seat-announce', seats.length ? `${plural(seats.length, 'seat', 'seats')} selected, total ${this.price(total)}.` : 'No seats selected.');
+    button.textContent = seats.length ? counted('hold.buttonCount', seats.length) : t('hold.button');
+    setText('seat-announce', seats.length ? t('selection.announce', { n: seats.length, total: this.price(total) }) : t('selection.none'));
   }
 
   async holdSeats() {
@@ -137,11 +145,11 @@ export class Shop {
     this.store.set('holdKey', { seats: ids.join(','), key });
     const button = $('hold');
     button.disabled = true;
-    button.textContent = 'Holding…';
+    button.textContent = t('hold.holding');
     try {
       const { body } = await requestPatiently('POST', `/api/events/${encodeURIComponent(this.event)}/holds`, {
         token: this.token, idempotencyKey: key, body: { seats: ids },
-      }, (err, s) => say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'));
+      }, (err, s) => say(retrying(err.code, s), 'warn'));
       this.store.remove('holdKey');
       this.store.set('hold', { hold_id: body.hold_id, receipt_key: body.receipt_key });
       this.map.clearSelection();
@@ -153,7 +161,7 @@ export class Shop {
         const lost = err.problem.seats || [];
         this.map.markTaken(lost);
         say(lost.length
-          ? `Sorry — ${lost.join(', ')} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else. Nothing is held; please choose again.`
+          ? t(lost.length === 1 ? 'seats.holdLostOne' : 'seats.holdLostMany', { seats: seatList(lost) })
           : messageFor(err.code));
         this.etag = null;
         this.refreshSeats();
@@ -189,8 +197,9 @@ export class Shop {
     if (known) this.hold.total_cents = hold.total_cents;
     setText('hold-total', known ? this.price(hold.total_cents) : '');
     $('hold-total').parentElement.hidden = !known;
-    setText('pay', known ? `Pay ${this.price(hold.total_cents)}` : 'Pay');
+    setText('pay', known ? t('held.payAmount', { amount: this.price(hold.total_cents) }) : t('held.pay'));
     show('hold');
+    this.announcer.reset();
     this.timer = setInterval(() => this.tickHold(), 250);
     this.tickHold();
   }
@@ -198,6 +207,8 @@ export class Shop {
   tickHold() {
     const left = this.holdDeadline.remaining();
     setText('hold-countdown', clock(left));
+    // Spoken at most every few seconds (the Announcer's gap), never at every tick.
+    this.announcer.say(t('held.announce', { time: spokenLeft(left) }));
     if (left <= 0) {
       this.stopTimer();
       this.checkHold();
@@ -242,7 +253,7 @@ export class Shop {
     try {
       await requestPatiently('POST', `/api/holds/${encodeURIComponent(holdId)}/checkout`, {
         token: this.token, idempotencyKey: key, body: { payment_method: card, return_url: returnUrl() },
-      }, (err, s) => say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'));
+      }, (err, s) => say(retrying(err.code, s), 'warn'));
       this.waitForPayment(holdId);
     } catch (err) {
       if (err.code === 'payment_in_progress') this.waitForPayment(holdId);
@@ -300,7 +311,7 @@ export class Shop {
       return false;
     }
     this.store.set('followedAction', url);
-    setText('paying-text', 'Taking you to your bank to confirm the payment…');
+    setText('paying-text', t('paying.toBank'));
     location.assign(url);
     return true;
   }
@@ -312,9 +323,9 @@ export class Shop {
     $('to-payment').hidden = true;
     $('payment-form').hidden = false;
     const reason = hold.last_payment_error === 'payment_intent_authentication_failure'
-      ? "your bank's check was not completed"
+      ? t('held.authFailed')
       : describeError(hold.last_payment_error);
-    say(`Your card was declined${reason ? ` (${reason})` : ''}. No money was taken. The seats are still yours — try another card.`, 'warn');
+    say(reason ? t('held.declinedReason', { reason }) : t('held.declined'), 'warn');
   }
 
   async confirmed(hold) {
@@ -327,7 +338,7 @@ export class Shop {
 
   ended(state) {
     this.stopTimer();
-    const ending = HOLD_ENDINGS[state] || HOLD_ENDINGS.released;
+    const ending = holdEnding(state);
     setText('failed-title', ending.title);
     setText('failed-body', ending.body);
     $('back-to-seats').hidden = false;

@@ -1,5 +1,9 @@
 // A human message for every error code of API.md, plus the network failures the
 // browser adds. Messages say what happened and what the buyer can do next.
+// The texts here are the English ones; the other languages give them in static/i18n/LANG.js
+// as `error.CODE`, `ending.STATE.title`/`.body` and `card.ID.label`/`.note`.
+
+import { has, t } from './i18n.js';
 
 const MESSAGES = {
   bad_request: 'Something in that request was not right. Please reload the page and try again.',
@@ -30,10 +34,14 @@ const MESSAGES = {
 };
 
 /** The message for a problem+json body (or a bare code). */
-export function messageFor(code, problem) {
-  if (code && MESSAGES[code]) return MESSAGES[code];
-  if (problem && typeof problem.status === 'number' && problem.status >= 500) return MESSAGES.server_error;
-  return MESSAGES.server_error;
+export function messageFor(code) {
+  const known = code && MESSAGES[code] ? code : 'server_error';
+  return inLanguage(`error.${known}`, MESSAGES[known]);
+}
+
+/** The buyer's language's text for key, else the English one given. */
+function inLanguage(key, english) {
+  return has(key) ? t(key) : english;
 }
 
 export const ALL_CODES = Object.keys(MESSAGES);
@@ -56,6 +64,15 @@ export const HOLD_ENDINGS = {
   },
 };
 
+/** How a hold ended without an order, in the buyer's language: {title, body}. */
+export function holdEnding(state) {
+  const known = HOLD_ENDINGS[state] ? state : 'released';
+  return {
+    title: inLanguage(`ending.${known}.title`, HOLD_ENDINGS[known].title),
+    body: inLanguage(`ending.${known}.body`, HOLD_ENDINGS[known].body),
+  };
+}
+
 /** Test cards understood by the payment simulator (no real money moves). */
 export const TEST_CARDS = [
   { id: 'pm_card_visa', label: 'Visa ending 4242', note: 'approves the payment' },
@@ -65,3 +82,31 @@ export const TEST_CARDS = [
   { id: 'pm_card_authenticationRequired', label: '3-D Secure card', note: 'your bank asks you to confirm the payment on its own page' },
   { id: 'pm_card_error', label: 'Provider error', note: 'the provider fails (5xx)' },
 ];
+
+/** A test card's label and note in the buyer's language. */
+export function cardText(card) {
+  return {
+    label: inLanguage(`card.${card.id}.label`, card.label),
+    note: inLanguage(`card.${card.id}.note`, card.note),
+  };
+}
+
+/** The English texts above under the keys a language file gives them (checked by the tests). */
+export function englishTexts() {
+  const texts = {};
+  for (const [code, text] of Object.entries(MESSAGES)) texts[`error.${code}`] = text;
+  for (const [state, ending] of Object.entries(HOLD_ENDINGS)) {
+    texts[`ending.${state}.title`] = ending.title;
+    texts[`ending.${state}.body`] = ending.body;
+  }
+  for (const card of TEST_CARDS) {
+    texts[`card.${card.id}.label`] = card.label;
+    texts[`card.${card.id}.note`] = card.note;
+  }
+  return texts;
+}
+
+/** "…busy… Retrying in 4 s." while a request waits its turn to be sent again. */
+export function retrying(code, seconds) {
+  return t('retrying', { message: messageFor(code), n: seconds });
+}

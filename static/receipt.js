@@ -2,7 +2,8 @@
 // later, which reads the hold and its order with the receipt key alone.
 
 import { request, sleep } from './api.js';
-import { messageFor, HOLD_ENDINGS } from './messages.js';
+import { messageFor, holdEnding } from './messages.js';
+import { t } from './i18n.js';
 import { money } from './format.js';
 import { $, show, setText, fillSeatList } from './view.js';
 
@@ -49,7 +50,7 @@ export async function showReceipt(holdId, receipt) {
     try {
       hold = (await request('GET', `/api/holds/${encodeURIComponent(holdId)}`, auth)).body;
     } catch (err) {
-      setText('fatal-body', err.code === 'not_found' || err.status === 401 ? 'This receipt link is not valid. Please check that it was copied whole.' : messageFor(err.code));
+      setText('fatal-body', err.code === 'not_found' || err.status === 401 ? t('fatal.badReceipt') : messageFor(err.code));
       show('fatal');
       return;
     }
@@ -58,8 +59,8 @@ export async function showReceipt(holdId, receipt) {
       return;
     }
     if (hold.state === 'held') {
-      setText('failed-title', 'Not paid yet');
-      setText('failed-body', 'These seats are held but not paid for. Finish paying on the page where you chose them; nothing has been charged.');
+      setText('failed-title', t('failed.notPaid'));
+      setText('failed-body', t('failed.notPaidBody'));
       show('failed');
       return;
     }
@@ -68,7 +69,7 @@ export async function showReceipt(holdId, receipt) {
       await sleep(2000);
       continue;
     }
-    const ending = HOLD_ENDINGS[hold.state] || HOLD_ENDINGS.released;
+    const ending = holdEnding(hold.state);
     setText('failed-title', ending.title);
     setText('failed-body', ending.body);
     show('failed');

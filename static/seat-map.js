@@ -2,6 +2,8 @@
 // and the DOM stays small. Each canvas is keyboard-operable: arrow keys move a focus
 // ring between seats, Space or Enter selects, Home/End jump along the row.
 
+import { locale, t } from './i18n.js';
+
 const COLORS = {
   available: '#e6eefc',
   availableEdge: '#2457c5',
@@ -91,7 +93,7 @@ export class SeatMap {
       if (!rows.has(rowKey)) rows.set(rowKey, []);
       rows.get(rowKey).push(seat);
     }
-    const natural = new Intl.Collator(undefined, { numeric: true });
+    const natural = new Intl.Collator(locale, { numeric: true });
     this.root.replaceChildren();
     this.sections = [...groups.keys()].sort(natural.compare).map((name) => {
       const rowMap = groups.get(name);
@@ -110,7 +112,7 @@ export class SeatMap {
     const wrap = document.createElement('div');
     wrap.className = 'card section';
     const h = document.createElement('h2');
-    h.textContent = `Section ${name}`;
+    h.textContent = t('map.section', { name });
     const small = document.createElement('small');
     const lo = Math.min(...prices);
     const hi = Math.max(...prices);
@@ -122,8 +124,8 @@ export class SeatMap {
     canvas.tabIndex = 0;
     canvas.dataset.section = name;
     canvas.setAttribute('role', 'application');
-    canvas.setAttribute('aria-roledescription', 'seat map');
-    canvas.setAttribute('aria-label', `Section ${name}: ${seats.length} seats. Arrow keys move, Space or Enter selects.`);
+    canvas.setAttribute('aria-roledescription', t('map.roleDescription'));
+    canvas.setAttribute('aria-label', t('map.sectionLabel', { name, n: seats.length }));
     const status = document.createElement('p');
     status.className = 'seat-focus';
     status.setAttribute('aria-live', 'polite');
@@ -258,7 +260,7 @@ export class SeatMap {
     if (this.chosen.has(seat.seat_id)) {
       this.chosen.delete(seat.seat_id);
     } else if (seat.state !== 'available') {
-      this.say(section, 'This seat is taken.');
+      this.say(section, t('map.seatTaken'));
       return;
     } else if (this.chosen.size >= this.maxSeats) {
       this.onLimit();
@@ -274,7 +276,7 @@ export class SeatMap {
   describe(seat) {
     const state = this.chosen.has(seat.seat_id) ? 'selected' : seat.state === 'available' ? 'available' : 'taken';
     const price = typeof seat.price_cents === 'number' ? `, ${this.price(seat.price_cents)}` : '';
-    return `Row ${seat.row}, seat ${seat.number}${price}: ${state}`;
+    return t('map.seat', { row: String(seat.row), number: String(seat.number), price, state: t(`map.${state}`) });
   }
 
   say(section, extra) {

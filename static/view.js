@@ -1,5 +1,7 @@
 // Which panel of the waiting room is on screen, the alert line and the connection badge.
 
+import { t } from './i18n.js';
+
 export const $ = (id) => document.getElementById(id);
 
 /** Shows one panel; moves focus to its heading so screen readers hear the change. */
@@ -33,12 +35,6 @@ export function say(text, kind = 'error') {
   el.hidden = false;
 }
 
-const CONNECTION_TEXT = {
-  live: 'Live',
-  reconnecting: 'Reconnecting…',
-  polling: 'Checking regularly',
-};
-
 export function connection(mode) {
   const el = $('connection');
   if (!mode) {
@@ -47,7 +43,7 @@ export function connection(mode) {
   }
   el.hidden = false;
   el.dataset.mode = mode;
-  el.textContent = CONNECTION_TEXT[mode] || mode;
+  el.textContent = t(`connection.${mode}`);
 }
 
 export function setText(id, text) {
@@ -76,7 +72,7 @@ export function fillSeatList(id, seats, formatPrice) {
 
 /** Holds and orders may list seats as ids or as objects. */
 export function describeSeat(seat) {
-  if (typeof seat === 'string') return `Seat ${seat}`;
-  if (seat.section && seat.row !== undefined) return `${seat.section} · Row ${seat.row} · Seat ${seat.number}`;
-  return `Seat ${seat.seat_id}`;
+  if (typeof seat === 'string') return t('seat.id', { id: seat });
+  if (seat.section && seat.row !== undefined) return t('seat.full', { section: seat.section, row: String(seat.row), number: String(seat.number) });
+  return t('seat.id', { id: seat.seat_id });
 }

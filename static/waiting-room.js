@@ -2,10 +2,13 @@
 // and its claim. After the claim, checkout.js takes over (seats, hold, payment).
 
 import { requestPatiently, newKey } from './api.js';
-import { messageFor } from './messages.js';
+import { messageFor, retrying } from './messages.js';
+import { t, number, translatePage, mountSwitcher } from './i18n.js';
+import { TurnAlerts } from './turn-alerts.js';
+import { Announcer } from './announce.js';
 import { EventStore } from './store.js';
 import { QueueLink } from './queue-link.js';
-import { Deadline, clock, waitRange, plural, when } from './format.js';
+import { Deadline, clock, waitRange, counted, spokenLeft, when } from './format.js';
 import { $, show, say, connection, setText, currentView } from './view.js';
 import { Shop } from './checkout.js';
 import { showReceipt } from './receipt.js';
@@ -16,10 +19,16 @@ const api = (suffix) => `/api/events/${encodeURIComponent(event)}${suffix}`;
 let info = null;
 let link = null;
 let ticker = null;
-let lastAnnounce = 0;
 let paused = false;
 let lastOfferCheck = 0;
 let offerDeadline = null;
+
+translatePage();
+document.title = t('page.title');
+mountSwitcher($('language'));
+const alerts = new TurnAlerts({ event });
+const positionNews = new Announcer($('announce'));
+const offerNews = new Announcer($('offer-announce'));
 
 function eventFromPath() {
   const m = location.pathname.match(/^\/events\/([A-Za-z0-9._-]{1,64})\/?$/);
@@ -57,17 +66,18 @@ async function boot() {
   }
   let fetchedAt;
   try {
-    const res = await requestPatiently('GET', api(''), {}, (err, s) => say(`${messageFor(err.code)} (retrying in ${s} s)`, 'warn'));
+    const res = await requestPatiently('GET', api(''), {}, (err, s) => say(retrying(err.code, s), 'warn'));
     fetchedAt = performance.now();
     info = res.body;
     info.serverNow = Date.parse(res.headers.get('Date') || '') || null;
   } catch (err) {
-    setText('fatal-body', err.code === 'not_found' ? 'There is no event at this address. Please check the link.' : messageFor(err.code));
+    setText('fatal-body', err.code === 'not_found' ? t('fatal.noEvent') : messageFor(err.code));
     show('fatal');
     return;
   }
   say('');
-  document.title = `${info.name || event} · Floodgate`;
+  alerts.setEventName(info.name);
+  document.title = t('page.titleEvent', { event: info.name || event });
   setText('event-name', info.name || event);
   info.opensIn = secondsUntilOpening(info, fetchedAt);
 
@@ -96,8 +106,8 @@ function secondsUntilOpening(ev, fetchedAt) {
 function landing() {
   setText('landing-title', info.name || event);
   const before = info.opensIn && info.opensIn.remaining() > 0;
-  setText('landing-when', before ? `On sale from ${when(info.opens_at)}` : 'On sale now');
-  setText('landing-seats', typeof info.seats_left === 'number' ? `${plural(info.seats_left, 'seat', 'seats')} left (this number may lag a little).` : '');
+  setText('landing-when', before ? t('landing.onSaleFrom', { when: when(info.opens_at) }) : t('landing.onSaleNow'));
+  setText('landing-seats', typeof info.seats_left === 'number' ? counted('landing.seatsLeft', info.seats_left) : '');
   const receipt = store.get('lastReceipt');
   $('landing-order').hidden = !receipt;
   // Links stored before receipts moved to the fragment carried the key in the query.
@@ -122,13 +132,13 @@ function landing() {
 async function join() {
   const button = $('join');
   button.disabled = true;
-  button.textContent = 'Joining…';
+  button.textContent = t('landing.joining');
   // One key per join intent, kept so a retried click (or reload mid-request) is one join.
   const key = store.get('joinKey') || newKey();
   store.set('joinKey', key);
   try {
     const { body } = await requestPatiently('POST', api('/queue'), { idempotencyKey: key, body: {} }, (err, s) =>
-      say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'),
+      say(retrying(err.code, s), 'warn'),
     );
     say('');
     store.set('queue', { token: body.queue_token, ticket_id: body.ticket_id });
@@ -140,7 +150,7 @@ async function join() {
     else say(messageFor(err.code), err.code === 'queue_paused' ? 'warn' : 'error');
   } finally {
     button.disabled = false;
-    button.textContent = 'Join the queue';
+    button.textContent = t('landing.join');
   }
 }
 
@@ -149,6 +159,7 @@ function enterQueue(token, joined) {
   if (joined) onUpdate(joined.status === 'waiting' || !joined.status ? { type: 'position', ...joined } : { type: 'status', ...joined });
   link = new QueueLink({ event, token, onUpdate, onConnection: connection });
   link.start();
+  alerts.joined();
 }
 
 /**
@@ -188,7 +199,7 @@ function onStatus(status, msg) {
     show('prequeue');
     const opens = info.opensIn;
     // At zero the server draws the order and tells us our place; until then, say so.
-    tick(() => setText('prequeue-countdown', opens && opens.remaining() > 0 ? clock(opens.remaining()) : 'opening now…'));
+    tick(() => setText('prequeue-countdown', opens && opens.remaining() > 0 ? clock(opens.remaining()) : t('prequeue.openingNow')));
   } else if (status === 'waiting') {
     paused = false;
     $('paused-banner').hidden = true;
@@ -198,9 +209,9 @@ function onStatus(status, msg) {
     if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null });
     else show('waiting');
     $('paused-banner').hidden = false;
-    setText('wait', 'not known yet (paused)');
+    setText('wait', t('waiting.unknownPaused'));
   } else if (status === 'offer_lapsed') {
-    document.title = `${info.name || event} · Floodgate`;
+    alerts.over();
     clearInterval(ticker);
     dropLink();
     store.forgetQueue();
@@ -229,28 +240,32 @@ function showPosition(msg) {
   const done = Math.round(((max - position) / (max + 1)) * 100);
   $('progress-fill').style.width = `${done}%`;
   $('progress').setAttribute('aria-valuenow', String(done));
-  setText('position', position === 0 ? 'You\'re next' : position.toLocaleString());
+  setText('position', position === 0 ? t('waiting.next') : number(position));
   const range = paused ? null : waitRange(msg.estimated_wait_s, msg.estimated_wait_range_s);
-  setText('wait', range ?? (paused ? 'not known yet (paused)' : 'not known yet'));
+  setText('wait', range ?? t(paused ? 'waiting.unknownPaused' : 'waiting.unknown'));
   // Announce politely, but not at every tick: a screen reader user needs calm updates.
-  const now = performance.now();
-  if (now - lastAnnounce > 15000 || position === 0) {
-    lastAnnounce = now;
-    setText('announce', position === 0 ? 'You are next in line.' : `${plural(position, 'person', 'people')} ahead of you. Estimated wait: ${range ?? 'not known yet'}.`);
-  }
+  positionNews.say(
+    position === 0 ? t('waiting.announceNext') : t('waiting.announce', { n: position, wait: range ?? t('waiting.unknown') }),
+    { urgent: position === 0 },
+  );
 }
 
 function showOffer(seconds) {
   paused = false;
-  // A buyer waiting in another tab sees the turn in the tab's title.
-  document.title = `It's your turn · ${info.name || event}`;
   const deadline = new Deadline(Number(seconds) || 0);
   offerDeadline = deadline;
+  // A buyer in another tab or app is told: title, icon, tone, notification.
+  if (currentView() !== 'offered') {
+    alerts.offered(deadline);
+    offerNews.reset();
+    offerNews.say(t('offered.announce', { time: spokenLeft(deadline.remaining()) }), { urgent: true });
+  }
   show('offered');
   if (!claiming) $('claim').disabled = false;
   tick(() => {
     const left = deadline.remaining();
     setText('offer-countdown', clock(left));
+    offerNews.say(t('offered.announceLeft', { time: spokenLeft(left) }));
     // The server decides whether the offer lapsed: ask it (every 2 s until it says)
     // rather than guess from our own countdown.
     if (left <= 0 && performance.now() - lastOfferCheck > 2000) {
@@ -265,7 +280,7 @@ let claiming = false;
 function claim() {
   claiming = true;
   $('claim').disabled = true;
-  setText('claim', 'Claiming…');
+  setText('claim', t('offered.claiming'));
   if (link?.claim()) {
     // The admitted message should follow at once; if it does not, ask over HTTP (claiming twice is safe).
     claimFallback = setTimeout(claimByPost, 4000);
@@ -279,13 +294,13 @@ async function claimByPost() {
   if (!queued?.token) return;
   try {
     const { body } = await requestPatiently('POST', api('/queue/claim'), { token: queued.token, body: {} }, (err, s) =>
-      say(`${messageFor(err.code)} Retrying in ${s} s.`, 'warn'),
+      say(retrying(err.code, s), 'warn'),
     );
     admitted(body.admission_token, body.session_expires_at);
   } catch (err) {
     claiming = false;
     $('claim').disabled = false;
-    setText('claim', 'Claim my turn');
+    setText('claim', t('offered.claim'));
     if (err.code === 'offer_lapsed') onStatus('offer_lapsed', {});
     else if (err.code === 'sold_out' || err.code === 'queue_closed') ended(err.code === 'sold_out' ? 'sold_out' : 'closed');
     else if (err.code === 'not_your_turn') show('waiting');
@@ -295,7 +310,7 @@ async function claimByPost() {
 }
 
 function admitted(token, expiresAt) {
-  document.title = `${info.name || event} · Floodgate`;
+  alerts.over();
   clearTimeout(claimFallback);
   clearInterval(ticker);
   if (!token) return;
@@ -308,11 +323,10 @@ function admitted(token, expiresAt) {
 
 function ended(status) {
   clearInterval(ticker);
+  alerts.over();
   const soldOut = status === 'sold_out';
-  setText('ended-title', soldOut ? 'Sold out' : 'This sale is closed');
-  setText('ended-body', soldOut
-    ? 'Every seat is sold or held right now. Held seats sometimes come back: if they do, the queue reopens by itself. Keep this page open to keep your place.'
-    : 'The organizer has closed the queue: no more buyers are being let in. Buyers already choosing seats can finish.');
+  setText('ended-title', t(soldOut ? 'ended.soldOut' : 'ended.closed'));
+  setText('ended-body', t(soldOut ? 'ended.soldOutBody' : 'ended.closedBody'));
   show('ended');
 }
 
@@ -323,6 +337,7 @@ function dropLink() {
 }
 
 function lostPlace(code) {
+  alerts.over();
   dropLink();
   store.forgetQueue();
   landing();

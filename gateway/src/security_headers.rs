@@ -14,6 +14,8 @@ use axum::http::header::{
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use reservation::payments::simulator::challenge_style_source;
+
 use crate::problem::Problem;
 
 /// `frame-ancestors` when no site is named: nobody may frame the pages.
@@ -21,7 +23,8 @@ pub const NO_FRAMING: &str = "'none'";
 
 /// The Content-Security-Policy for `frame_ancestors` (a CSP source list such as
 /// `'self' https://tickets.example.com`). The pages load their modules, styles, canvas images
-/// and data from this origin; WebSockets go to the same host, which `'self'` allows.
+/// and data from this origin; WebSockets go to the same host, which `'self'` allows. The one
+/// inline style allowed is the simulated bank page's, by its hash (that exact text only).
 pub fn policy(frame_ancestors: &str) -> String {
     let ancestors = frame_ancestors.trim();
     let ancestors = if ancestors.is_empty() {
@@ -29,10 +32,11 @@ pub fn policy(frame_ancestors: &str) -> String {
     } else {
         ancestors
     };
+    let challenge_style = challenge_style_source();
     format!(
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-         connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
-         frame-ancestors {ancestors}"
+        "default-src 'self'; script-src 'self'; style-src 'self' {challenge_style}; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors {ancestors}"
     )
 }
 
@@ -107,6 +111,7 @@ mod tests {
         let named = policy("https://tickets.example.com");
         assert!(named.ends_with("frame-ancestors https://tickets.example.com"));
         assert!(named.contains("script-src 'self';"));
+        assert!(named.contains(&format!("style-src 'self' {};", challenge_style_source())));
     }
 
     #[test]

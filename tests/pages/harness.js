@@ -234,6 +234,37 @@ async function pay(page, card) {
   await page.click('#pay');
 }
 
+/**
+ * A browser context with axe-core (tests/pages/node_modules, pinned by package-lock.json)
+ * loaded into every page before the page's own scripts. It comes in as an init script, which
+ * the pages' Content-Security-Policy does not govern: nothing is added to static/.
+ */
+async function axeContext(browser, options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  await context.addInitScript({ path: require.resolve('axe-core/axe.min.js') });
+  return context;
+}
+
+/** Every axe-core violation on the page as it is now: [{id, impact, help, nodes}]. */
+async function axeViolations(page) {
+  return page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5),
+    }));
+  });
+}
+
+/** Presses Tab (at most `max` times) until the focused element matches selector. */
+async function tabTo(page, selector, max = 40) {
+  for (let i = 0; i < max; i += 1) {
+    if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector)) return;
+    await page.keyboard.press('Tab');
+  }
+  const at = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120));
+  throw new Error(`Tab never reached ${selector} (focus is on ${at})`);
+}
+
 async function screenshot(page, name) {
   if (!SHOTS) return;
   fs.mkdirSync(SHOTS, { recursive: true });
@@ -247,5 +278,5 @@ function sleep(ms) {
 module.exports = {
   BASE, api, organizer, createEvent, seatRows, setAdmission, stats, joinByApi, admitByApi, holdByApi, payByApi, checkoutByApi, holdUntil, buyByApi,
   launch, openPage, waitForView, view, joinAndClaim, pickSeatsByKeyboard, selectedSeats,
-  holdSeats, pay, screenshot, sleep,
+  holdSeats, pay, screenshot, sleep, axeContext, axeViolations, tabTo,
 };

@@ -14,7 +14,7 @@ test('seats can be chosen with the keyboard, up to the allowed number', { timeou
   const event = await h.createEvent('keyboard', { rows: 3, perRow: 6, max_seats_per_hold: 2 });
   const page = await h.openPage(browser, `/events/${event}`);
   await h.joinAndClaim(page);
-  assert.match(await page.textContent('#max-seats'), /^2 seats$/);
+  assert.match(await page.textContent('#seats-help'), /^Pick up to 2 seats\./);
   const rows = await h.seatRows(event);
   const at = (r, i) => `Row ${rows[r][i].row}, seat ${rows[r][i].number}`;
 

@@ -11,7 +11,7 @@ chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 [ -x "$chromium" ] || { echo "no Chromium at $chromium: bash scripts/test-tools.sh installs it (or set CHROMIUM_PATH)" >&2; exit 1; }
 # Where Debian's Node.js is too old, scripts/test-tools.sh puts Node.js 20 here.
 [ -x target/node/bin/node ] && export PATH="$PWD/target/node/bin:$PATH"
-[ -d tests/pages/node_modules/playwright-core ] || npm ci --prefix tests/pages --no-audit --no-fund
+[ -d tests/pages/node_modules/playwright-core ] && [ -d tests/pages/node_modules/axe-core ] || npm ci --prefix tests/pages --no-audit --no-fund
 
 if [ -z "${FLOODGATE_URL:-}" ]; then
   work="$(mktemp -d)"

@@ -34,7 +34,9 @@ test('pages and assets are served with their content types', { timeout: 30000 },
     assert.equal(res.status, 200, `GET ${page}`);
     assert.match(res.headers.get('content-type') || '', /^text\/html/, `GET ${page}`);
   }
-  const files = fs.readdirSync(STATIC_DIR).filter((f) => TYPES[path.extname(f)]);
+  // The language dictionaries live in static/i18n/.
+  const files = [...fs.readdirSync(STATIC_DIR), ...fs.readdirSync(path.join(STATIC_DIR, 'i18n')).map((f) => `i18n/${f}`)]
+    .filter((f) => TYPES[path.extname(f)]);
   assert.ok(files.length >= 10, `static/ holds the pages' files (${files})`);
   for (const file of files) {
     const res = await fetch(`${h.BASE}/static/${file}`);

@@ -28,6 +28,8 @@ test('a 3-D Secure card: the bank page, then back to the confirmed order', { tim
   await page.waitForURL(/\/_sim\/authenticate\/pi_/, { timeout: 60000 });
   await h.screenshot(page, 'three-d-secure-challenge');
   assert.match(await page.textContent('h1'), /authenticate your payment/i);
+  // Its inline style is allowed by the gateway's Content-Security-Policy (by hash): styled.
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).maxWidth), '480px');
   await page.click('text=Complete authentication');
 
   // Back on the shop's own page, which polls until the order is confirmed.

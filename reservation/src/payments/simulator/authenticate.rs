@@ -7,7 +7,10 @@
 //! `payment_intent.payment_failed`). Either way the buyer is sent back to the create call's
 //! `return_url` with the query Stripe adds (`payment_intent`, `redirect_status`).
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::intent::{Failure, Intent, Status};
 use super::state::State;
@@ -90,8 +93,22 @@ fn return_to(intent: &Intent) -> AuthAnswer {
     ))
 }
 
+/// The challenge page's only styling, inline so the page stands alone (the simulator's own
+/// server has no static files). A gateway serving the page allows exactly this text through
+/// its Content-Security-Policy by hash ([`challenge_style_source`]).
+pub const CHALLENGE_STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:30rem;margin:3rem auto;padding:0 1rem;\
+color:#1b2230;line-height:1.5}button{font:inherit;font-size:1rem;padding:.6rem 1rem;margin:.3rem 0;min-height:44px}";
+
+/// The CSP source (`'sha256-…'`) that allows [`CHALLENGE_STYLE`] in a `style-src` list.
+pub fn challenge_style_source() -> String {
+    format!(
+        "'sha256-{}'",
+        STANDARD.encode(Sha256::digest(CHALLENGE_STYLE.as_bytes()))
+    )
+}
+
 /// The challenge page of one intent, or `None` for an unknown one. Plain HTML forms, no
-/// script, so it works under any content security policy.
+/// script; its one inline style is allowed by hash where a policy applies.
 pub(super) fn page(intent: &Intent) -> String {
     let amount = format!(
         "{}.{:02} {}",
@@ -117,7 +134,7 @@ pub(super) fn page(intent: &Intent) -> String {
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Authenticate your payment</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:30rem;margin:3rem auto;padding:0 1rem}}button{{font-size:1rem;padding:.6rem 1rem;margin:.3rem 0}}</style>
+<style>{CHALLENGE_STYLE}</style>
 </head><body><main><h1>Authenticate your payment</h1>
 {body}
 </main></body></html>

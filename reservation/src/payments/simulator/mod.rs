@@ -30,7 +30,7 @@ use rand::Rng;
 use serde_json::Value;
 use tokio::sync::watch;
 
-pub use authenticate::{AuthAnswer, Choice};
+pub use authenticate::{AuthAnswer, CHALLENGE_STYLE, Choice, challenge_style_source};
 pub use knobs::{Knobs, KnobsPatch};
 pub use ledger::{AttemptRecord, Counters, Ledger};
 pub use request::SimRequest;
