@@ -21,6 +21,8 @@ use super::stats::Stats;
 pub struct AfterAdmission {
     pub admitted: bool,
     pub met_503: bool,
+    /// Won a hold: the buyer reached a seat (for the chance-of-a-seat calibration).
+    pub held: bool,
 }
 
 tokio::task_local! {
