@@ -588,7 +588,10 @@ mod tests {
         assert!(anyone.iter().all(Option::is_some));
         assert!(limit.admit().is_none(), "the kept permit is not for anyone");
         let admitted = limit.admit_waiting(Duration::from_secs(5)).await;
-        assert!(admitted.is_some(), "an admitted request takes the kept permit");
+        assert!(
+            admitted.is_some(),
+            "an admitted request takes the kept permit"
+        );
         // All four in use: an admitted request waits in line until one is given back.
         let waiter = {
             let limit = limit.clone();
@@ -601,7 +604,10 @@ mod tests {
         assert!(limit.admit_waiting(Duration::from_secs(30)).await.is_none());
         drop(anyone);
         let served = waiter.await.unwrap();
-        assert!(served.is_some(), "the first permit given back went to the line");
+        assert!(
+            served.is_some(),
+            "the first permit given back went to the line"
+        );
         assert_eq!(limit.waiting(), 0);
         // A wait that runs out leaves the line too.
         let _rest = (

@@ -119,7 +119,15 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
         .collect();
     // The buyers shop only once the crowd is being refused somewhere.
     let started = tokio::time::Instant::now();
-    while seen.statuses.lock().unwrap().get(&503).copied().unwrap_or(0) < 20 {
+    while seen
+        .statuses
+        .lock()
+        .unwrap()
+        .get(&503)
+        .copied()
+        .unwrap_or(0)
+        < 20
+    {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "{FLOODERS} flooding clients never overflowed the budgets: {:?}",

@@ -117,7 +117,11 @@ async fn nginx_answers_the_snapshot_from_its_cache() {
     assert_eq!(first.status(), 200, "{first:?}");
     assert_eq!(second.status(), 200, "{second:?}");
     assert_eq!(cache(&first), "MISS");
-    assert_eq!(cache(&second), "HIT", "the second read within a second is nginx's");
+    assert_eq!(
+        cache(&second),
+        "HIT",
+        "the second read within a second is nginx's"
+    );
     assert_eq!(
         first.headers().get("etag"),
         second.headers().get("etag"),
@@ -139,5 +143,8 @@ async fn nginx_answers_the_snapshot_from_its_cache() {
         .await
         .unwrap();
     assert_eq!(status.status(), 200);
-    assert!(status.headers().get("x-cache-status").is_none(), "{status:?}");
+    assert!(
+        status.headers().get("x-cache-status").is_none(),
+        "{status:?}"
+    );
 }

@@ -186,7 +186,10 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
         failed.iter().any(|n| n.contains("min(demand")),
         "{failed:?}"
     );
-    assert!(failed.contains(&"no admitted buyer refused for load"), "{failed:?}");
+    assert!(
+        failed.contains(&"no admitted buyer refused for load"),
+        "{failed:?}"
+    );
     assert!(failed.contains(&"FIFO order kept"), "{failed:?}");
 
     let _ = stop.send(());

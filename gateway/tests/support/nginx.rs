@@ -23,10 +23,8 @@ impl Nginx {
             .expect("a free loopback port for nginx")
             .port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let prefix = std::env::temp_dir().join(format!(
-            "floodgate-nginx-{}",
-            uuid::Uuid::now_v7().simple()
-        ));
+        let prefix =
+            std::env::temp_dir().join(format!("floodgate-nginx-{}", uuid::Uuid::now_v7().simple()));
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx/start.sh");
         let mut child = Command::new("bash")
             .arg(&script)

@@ -92,7 +92,13 @@ mod tests {
     #[test]
     fn in_order_has_none_and_a_late_queued_buyer_counts_once_per_overtaker() {
         let fair: Vec<_> = (0..10).map(|i| (i * 1_000, i)).collect();
-        assert_eq!(count(&fair, GAP_MS), Inversions { pairs: 45, inverted: 0 });
+        assert_eq!(
+            count(&fair, GAP_MS),
+            Inversions {
+                pairs: 45,
+                inverted: 0
+            }
+        );
         // The first arrival was shed and queued last: the nine who came after overtook it.
         let mut shed = fair.clone();
         shed[0].1 = 100;
@@ -111,7 +117,9 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let arrivals: Vec<_> = (0..400).map(|_| (next() % 20_000, next() % 1_000)).collect();
+        let arrivals: Vec<_> = (0..400)
+            .map(|_| (next() % 20_000, next() % 1_000))
+            .collect();
         for gap in [0, 1, 500, 1_000, 5_000] {
             assert_eq!(count(&arrivals, gap), brute(&arrivals, gap), "gap {gap}");
         }

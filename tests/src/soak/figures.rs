@@ -92,11 +92,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         if token.is_empty() {
             "no join".into()
         } else {
-            format!(
-                "{} ms / {} ms",
-                token.value_at_quantile(0.99),
-                token.max()
-            )
+            format!("{} ms / {} ms", token.value_at_quantile(0.99), token.max())
         },
         "≤ 2,000 ms / ≤ 5,000 ms",
         (!token.is_empty()).then(|| token.value_at_quantile(0.99) <= 2_000 && token.max() <= 5_000),
@@ -263,7 +259,11 @@ fn calibration(p: &Partial) -> Vec<ChanceTenth> {
             let buyers = p.chance_given.get(tenth).copied().unwrap_or(0);
             let reached = p.chance_reached.get(tenth).copied().unwrap_or(0);
             (buyers > 0).then(|| ChanceTenth {
-                stated: format!("{:.1}–{:.1}", tenth as f64 / 10.0, (tenth + 1) as f64 / 10.0),
+                stated: format!(
+                    "{:.1}–{:.1}",
+                    tenth as f64 / 10.0,
+                    (tenth + 1) as f64 / 10.0
+                ),
                 buyers,
                 reached_seat: reached,
                 share: reached as f64 / buyers as f64,

@@ -65,7 +65,11 @@ pub async fn store(url: &str) -> anyhow::Result<Store> {
 }
 
 /// When the event's last order was made, in ms since the run's start (`None`: nothing sold).
-async fn last_sale_ms(store: &Store, event: &EventId, start_ms: u64) -> anyhow::Result<Option<u64>> {
+async fn last_sale_ms(
+    store: &Store,
+    event: &EventId,
+    start_ms: u64,
+) -> anyhow::Result<Option<u64>> {
     use sqlx::Row;
     let last: Option<i64> =
         sqlx::query("select fg_ms(max(created_at)) as t from orders where event_id = $1")

@@ -173,10 +173,17 @@ impl Report {
                 Some(false) => "MISSED",
                 None => "-",
             };
-            let _ = writeln!(s, "  [{met:^6}] {}: {} (target {})", f.name, f.value, f.target);
+            let _ = writeln!(
+                s,
+                "  [{met:^6}] {}: {} (target {})",
+                f.name, f.value, f.target
+            );
         }
         if !self.offers_timeline.is_empty() {
-            let _ = writeln!(s, "offers per minute (minute: offers, rate-bound s / sampled s):");
+            let _ = writeln!(
+                s,
+                "offers per minute (minute: offers, rate-bound s / sampled s):"
+            );
             for m in &self.offers_timeline {
                 let _ = writeln!(
                     s,
