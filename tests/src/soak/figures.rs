@@ -166,9 +166,28 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     ));
 
     let met_503 = p.get("admitted_met_503");
+    let elsewhere: Vec<String> = p
+        .counts
+        .iter()
+        .filter_map(|(k, n)| {
+            let kind = k.strip_prefix("admitted_503_on_")?;
+            (kind != "admission_token").then(|| format!("{n} on {kind}"))
+        })
+        .collect();
     figures.push(figure(
-        "admitted buyers answered 503",
-        format!("{met_503} of {} admitted", p.sessions_claimed),
+        "admitted buyers answered 503 (on requests carrying their admission token)",
+        format!(
+            "{met_503} of {} admitted{}",
+            p.sessions_claimed,
+            if elsewhere.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; requests without it answered 503 after admission: {}",
+                    elsewhere.join(", ")
+                )
+            }
+        ),
         "0",
         Some(met_503 == 0),
     ));
