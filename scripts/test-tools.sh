@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The programs the test suite runs, made present: PostgreSQL, Redis, Chromium, Node.js and a
+# The programs the test suite runs, made present: PostgreSQL, Redis, Chromium, nginx, Node.js and a
 # Python environment with Stripe's own client library and Valkey (tests/python/requirements.txt).
 #
 # Missing Debian packages are installed when this runs as root; otherwise it stops and prints the
@@ -38,6 +38,8 @@ fi
 command -v node >/dev/null || tools_missing+=(nodejs)
 command -v npm >/dev/null || tools_missing+=(npm)
 command -v curl >/dev/null || tools_missing+=(curl)
+# The shipped proxy configuration (deploy/nginx/) is tested with Debian's own nginx.
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || tools_missing+=(nginx)
 command -v python3 >/dev/null || tools_missing+=(python3)
 # Debian splits venv's pip bootstrap out of the interpreter.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || tools_missing+=(python3-venv)

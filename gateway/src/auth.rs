@@ -72,6 +72,13 @@ pub async fn authenticate(
     Ok(())
 }
 
+/// Whether the request was verified as an admitted buyer's (by `authenticate`): such a request
+/// waits for a permit rather than being shed (`overload.rs`).
+pub fn carries_admission(extensions: &axum::http::Extensions) -> bool {
+    extensions.get::<Admitted>().is_some()
+        || matches!(extensions.get::<Reader>(), Some(Reader::Admitted(_)))
+}
+
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers
         .get(axum::http::header::AUTHORIZATION)?

@@ -125,6 +125,13 @@ pub struct Config {
     )]
     pub max_inflight_reservations: usize,
 
+    /// Requests of admitted buyers (an admission token: holds, checkout, session, their hold
+    /// and order) that may wait for a reservations permit at once, rather than being refused
+    /// for load; beyond it they are answered 503 `overloaded`. A buyer who queued for their
+    /// turn is owed an answer, and there are at most `max_active` of them per event.
+    #[arg(long, env = "FLOODGATE_ADMITTED_QUEUE", default_value_t = 4_096)]
+    pub admitted_queue: usize,
+
     /// Organizer requests in flight.
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_ORGANIZER", default_value_t = 16)]
     pub max_inflight_organizer: usize,
@@ -202,6 +209,7 @@ impl Config {
             max_inflight_polls: 256,
             max_inflight_sockets: 256,
             max_inflight_reservations: 128,
+            admitted_queue: 4_096,
             max_inflight_organizer: 16,
             max_inflight_reads: 128,
             request_timeout_s: 10,
@@ -231,6 +239,7 @@ impl Config {
             polls: self.max_inflight_polls.max(1),
             sockets: self.max_inflight_sockets.max(1),
             reservations: self.max_inflight_reservations.max(1),
+            admitted_queue: self.admitted_queue,
             organizer: self.max_inflight_organizer.max(1),
             reads: self.max_inflight_reads.max(1),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_s.max(1)),

@@ -7,6 +7,14 @@
 //! second (see `Pace`). A fixed few seconds would bring a crowd many times the capacity back
 //! before it could be served, and the gateway would spend itself answering 503s.
 //!
+//! A buyer who queued for their turn is owed a real answer: a request carrying an admission
+//! token (holds, checkout, session, their hold and order) is never refused at once. It waits in
+//! a bounded line for a permit of its group (`FLOODGATE_ADMITTED_QUEUE` long, for at most the
+//! request deadline), and a permit given back goes to that line before anyone else; the rest of
+//! the group's traffic (claims, webhooks, receipt reads) may not take the last quarter of the
+//! budget, so it is what is shed first. There are only `max_active` admitted buyers per event,
+//! so the line stays short while the crowd is refused at the door.
+//!
 //! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503
 //! `overloaded` rather than hanging. The handler itself is not cancelled mid-write (answered
 //! early, or left by its client, it goes on in a task of its own and keeps its permit until it
@@ -17,7 +25,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -84,6 +92,8 @@ pub struct Budgets {
     pub polls: usize,
     pub sockets: usize,
     pub reservations: usize,
+    /// Admitted buyers' requests that may wait for a permit at once (see the module's doc).
+    pub admitted_queue: usize,
     pub organizer: usize,
     pub reads: usize,
     /// Deadline of every request but WebSocket upgrades and organizer calls.
@@ -172,6 +182,25 @@ pub struct Limit {
     size: usize,
     permits: Arc<Semaphore>,
     pace: Arc<Pace>,
+    /// Permits only admitted buyers may take: the rest of the group is shed when no more than
+    /// these are free.
+    reserved: usize,
+    /// Admitted buyers' requests waiting for a permit now, and how many may.
+    waiting: Arc<AtomicUsize>,
+    max_waiting: usize,
+}
+
+/// A quarter of the group's budget is kept for admitted buyers.
+const RESERVED_SHARE: usize = 4;
+
+/// One admitted request in the waiting line; leaves it however the wait ends (a permit, the
+/// deadline, or the client going away).
+struct InLine<'a>(&'a AtomicUsize);
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Limit {
@@ -181,14 +210,63 @@ impl Limit {
             size: in_flight,
             permits: Arc::new(Semaphore::new(in_flight)),
             pace: Arc::new(Pace::new()),
+            reserved: 0,
+            waiting: Arc::new(AtomicUsize::new(0)),
+            max_waiting: 0,
         }
     }
 
-    /// A permit, or `None` (counted as shed) when the group is full.
+    /// Admitted buyers may wait for a permit (up to `max_waiting` of them at once) and have a
+    /// share of the budget the rest of the group may not take.
+    fn keeping_for_admitted(mut self, max_waiting: usize) -> Self {
+        self.reserved = self.size / RESERVED_SHARE;
+        self.max_waiting = max_waiting;
+        self
+    }
+
+    /// A permit, or `None` (counted as shed) when the group is full, or down to the share
+    /// kept for admitted buyers.
     pub(crate) fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let permit = self.permits.clone().try_acquire_owned().ok();
+        // Permits given back go to waiting admitted requests first (the semaphore is fair), so
+        // while any wait, none is free here.
+        let permit = (self.permits.available_permits() > self.reserved)
+            .then(|| self.permits.clone().try_acquire_owned().ok())
+            .flatten();
         self.pace.count(self.pace.now_s(), permit.is_none());
         permit
+    }
+
+    /// An admitted buyer's permit: at once if one is free, else after waiting in line for at
+    /// most `patience`. `None` (counted as shed) only when the line is full or the wait ran out.
+    pub(crate) async fn admit_waiting(
+        &self,
+        patience: Duration,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            self.pace.count(self.pace.now_s(), false);
+            return Some(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max_waiting {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.pace.count(self.pace.now_s(), true);
+            return None;
+        }
+        let in_line = InLine(&self.waiting);
+        let started = Instant::now();
+        let permit = tokio::time::timeout(patience, self.permits.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        drop(in_line);
+        metrics::histogram!("floodgate_admitted_wait_seconds", "group" => self.name)
+            .record(started.elapsed().as_secs_f64());
+        self.pace.count(self.pace.now_s(), permit.is_none());
+        permit
+    }
+
+    /// Admitted buyers' requests waiting for a permit now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// Requests of this group in flight now.
@@ -220,7 +298,8 @@ impl Guard {
             joins: Limit::new("joins", budgets.joins),
             polls: Limit::new("polls", budgets.polls),
             sockets: Limit::new("sockets", budgets.sockets),
-            reservations: Limit::new("reservations", budgets.reservations),
+            reservations: Limit::new("reservations", budgets.reservations)
+                .keeping_for_admitted(budgets.admitted_queue),
             organizer: Limit::new("organizer", budgets.organizer),
             reads: Limit::new("reads", budgets.reads),
             request_timeout: budgets.request_timeout,
@@ -262,7 +341,16 @@ pub(crate) async fn guard(guard: &Guard, group: Group, request: Request, next: N
     let Some(limit) = guard.limit(group) else {
         return next.run(request).await;
     };
-    let Some(permit) = limit.admit() else {
+    let admitted = crate::auth::carries_admission(request.extensions());
+    let permit = if admitted && limit.max_waiting > 0 {
+        // Waiting is bounded by the request's deadline; the handler then gets its own.
+        limit
+            .admit_waiting(guard.timeout(group).unwrap_or(guard.request_timeout))
+            .await
+    } else {
+        limit.admit()
+    };
+    let Some(permit) = permit else {
         if group.is_crowd() {
             // An HTTP/1.1 connection reads its next request only once this one is answered:
             // holding the refusal a moment caps what each flooding connection costs, while
@@ -490,6 +578,51 @@ mod tests {
         }
     }
 
+    /// Admitted buyers' requests wait in line and are served first; the rest of the group is
+    /// shed, and may not take the share kept for admitted buyers.
+    #[tokio::test]
+    async fn admitted_requests_wait_for_a_permit_while_others_are_shed() {
+        let limit = Limit::new("reservations", 4).keeping_for_admitted(1);
+        // Three of four permits go to anyone; the fourth is kept.
+        let anyone: Vec<_> = (0..3).map(|_| limit.admit()).collect();
+        assert!(anyone.iter().all(Option::is_some));
+        assert!(limit.admit().is_none(), "the kept permit is not for anyone");
+        let admitted = limit.admit_waiting(Duration::from_secs(5)).await;
+        assert!(
+            admitted.is_some(),
+            "an admitted request takes the kept permit"
+        );
+        // All four in use: an admitted request waits in line until one is given back.
+        let waiter = {
+            let limit = limit.clone();
+            tokio::spawn(async move { limit.admit_waiting(Duration::from_secs(30)).await })
+        };
+        while limit.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        // The line is full (one place): the next admitted request is refused at once.
+        assert!(limit.admit_waiting(Duration::from_secs(30)).await.is_none());
+        drop(anyone);
+        let served = waiter.await.unwrap();
+        assert!(
+            served.is_some(),
+            "the first permit given back went to the line"
+        );
+        assert_eq!(limit.waiting(), 0);
+        // A wait that runs out leaves the line too.
+        let _rest = (
+            limit.admit_waiting(Duration::from_secs(1)).await,
+            limit.admit_waiting(Duration::from_secs(1)).await,
+        );
+        assert!(
+            limit
+                .admit_waiting(Duration::from_millis(20))
+                .await
+                .is_none()
+        );
+        assert_eq!(limit.waiting(), 0);
+    }
+
     #[test]
     fn retry_after_spreads_the_shed_crowd_over_what_was_served() {
         let pace = Pace::new();
@@ -528,6 +661,7 @@ mod tests {
             polls: 1,
             sockets: 1,
             reservations: 1,
+            admitted_queue: 0,
             organizer: 1,
             reads: 1,
             request_timeout: timeout,

@@ -9,7 +9,9 @@
 # REDIS_URL, GATEWAYS (number of gateway processes, default 1), SOAK_KEEP_LOGS=1 to keep logs,
 # SOAK_RELEASE=1 to build and run release binaries (the fair setting for big runs; CI uses the
 # test build's debug binaries so nothing recompiles), SOAK_NICE=10 to run the soak itself at a
-# lower priority than the servers it measures.
+# lower priority than the servers it measures, SOAK_PROXY=nginx to put nginx (deploy/nginx/, the
+# configuration the runbook ships) in front of the gateways: the soak's buyers and the payment
+# webhooks then go through it, and its CPU is counted with the servers'.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -72,6 +74,31 @@ for i in $(seq "$GATEWAYS"); do
   [ -n "$addr" ] || { echo "error: gateway $i did not start; its log:" >&2; tail -20 "$scratch/gateway-$i.log" >&2; exit 1; }
   gateway_urls+=("--gateway" "http://$addr")
 done
+
+# With SOAK_PROXY=nginx every buyer reaches the gateways through nginx (on a free loopback port).
+case "${SOAK_PROXY:-}" in
+  "") ;;
+  nginx)
+    upstreams=()
+    for ((g = 1; g < ${#gateway_urls[@]}; g += 2)); do
+      upstreams+=(--upstream "${gateway_urls[$g]#http://}")
+    done
+    proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    bash deploy/nginx/start.sh --listen "127.0.0.1:$proxy_port" --prefix "$scratch/nginx" \
+      "${upstreams[@]}" 2>"$scratch/nginx.log" &
+    pids+=($!)
+    watch="$watch,$!"
+    for _ in $(seq 100); do
+      curl -fsS -o /dev/null "http://127.0.0.1:$proxy_port/healthz" 2>/dev/null && break
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    curl -fsS -o /dev/null "http://127.0.0.1:$proxy_port/healthz" \
+      || { echo "error: nginx did not start; its log:" >&2; cat "$scratch/nginx.log" "$scratch/nginx/error.log" >&2 2>/dev/null; exit 1; }
+    gateway_urls=("--gateway" "http://127.0.0.1:$proxy_port")
+    ;;
+  *) echo "error: SOAK_PROXY=$SOAK_PROXY: only nginx is known" >&2; exit 2 ;;
+esac
 
 # Every fault on: latency, declines, lost answers, 5xx, duplicated and reordered webhooks.
 first_gateway="${gateway_urls[1]}"

@@ -156,8 +156,15 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
     .await
     .unwrap();
     let ledger = SimControl::new(&sim.base_url).ledger().await.unwrap();
-    let partial = Partial::default();
+    // And the run as a load-refusing, order-breaking queue would have left it: an admitted
+    // buyer answered 503, and 5 of 100 pairs queued against their arrival order.
+    let mut partial = Partial::default();
+    partial.counts.insert("admitted_met_503".into(), 1);
     let facts = verdict::Facts {
+        fifo: soak::fifo::Inversions {
+            pairs: 100,
+            inverted: 5,
+        },
         partial: &partial,
         demand,
         seat_count,
@@ -179,6 +186,11 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
         failed.iter().any(|n| n.contains("min(demand")),
         "{failed:?}"
     );
+    assert!(
+        failed.contains(&"no admitted buyer refused for load"),
+        "{failed:?}"
+    );
+    assert!(failed.contains(&"FIFO order kept"), "{failed:?}");
 
     let _ = stop.send(());
     let _ = gateway.await;

@@ -9,6 +9,7 @@
 //! - `tokens.rs`: hand-made JWTs (forged, expired, `alg: none`)
 //! - `contract.rs`: API.md's routes, which the OpenAPI document and the router must cover
 //! - `rows.rs`: what the database holds, for "nothing changed" and stats checks
+//! - `nginx.rs`: the shipped nginx configuration in front of a gateway
 //!
 //! Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
@@ -16,6 +17,7 @@
 pub mod buyer;
 pub mod contract;
 pub mod http;
+pub mod nginx;
 pub mod rows;
 pub mod socket;
 pub mod tokens;

@@ -26,7 +26,17 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
             (outcome, AFTER_ADMISSION.with(Cell::get))
         })
         .await;
-    let name = outcome.unwrap_or("unfinished");
+    let (name, chance) = match outcome {
+        Ok((name, chance)) => (name, chance),
+        Err(_) => ("unfinished", None),
+    };
+    // Calibration of the chance of a seat: only buyers who stayed for their turn tried to
+    // reach one.
+    if plan.leave == Leave::Stays
+        && let Some(stated) = chance
+    {
+        ctx.stats.chance(stated, after.held);
+    }
     ctx.stats.count(&format!("outcome_{name}"));
     // Per gateway: the buyers of a gateway killed mid-run must end like the others.
     ctx.stats
@@ -49,29 +59,52 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
     Live::add(&ctx.live().done);
 }
 
-async fn journey(ctx: &Ctx, plan: &Plan) -> &'static str {
+/// The outcome, and the first chance of a seat the buyer was shown while waiting (`None` if
+/// it heard none; `Some(None)` if it was shown as unknown).
+type Journey = (&'static str, Option<Option<f64>>);
+
+async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
     let Some(joined) = join(ctx, plan).await else {
-        return "join_failed";
+        return ("join_failed", None);
     };
     if joined.sold_out {
         learned_sold_out(ctx);
-        return "sold_out_at_join";
+        return ("sold_out_at_join", None);
     }
-    Live::gauge(&ctx.live().waiting, 1);
-    let waited_from = Instant::now();
+    let place = order::place(&joined.token);
+    if let Some(place) = &place
+        && !place.pre_queue
+    {
+        ctx.stats
+            .arrival(plan.arrive_after.as_millis() as u64, place.seq);
+    }
     let mut waiter = Waiter {
         ctx,
         plan,
         token: &joined.token,
         eta: joined.eta,
+        chance: None,
     };
+    let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
+    (outcome, waiter.chance)
+}
+
+async fn wait_and_buy(
+    ctx: &Ctx,
+    plan: &Plan,
+    joined: &Joined,
+    waiter: &mut Waiter<'_>,
+    place: Option<order::QueuePlace>,
+) -> &'static str {
+    Live::gauge(&ctx.live().waiting, 1);
+    let waited_from = Instant::now();
     let turn = waiter.wait().await;
     let eta = waiter.eta;
     Live::gauge(&ctx.live().waiting, -1);
-    let place = order::place(&joined.token);
     let ws = match turn {
         Turn::Offered(ws) => ws,
         Turn::Lapsed => {
+            ctx.stats.offered_at(ctx.now_ms());
             offered(ctx, plan, place.as_ref()).await;
             return "lapsed_unseen";
         }
@@ -88,6 +121,7 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> &'static str {
         }
     };
     Live::add(&ctx.live().offered);
+    ctx.stats.offered_at(ctx.now_ms());
     offered(ctx, plan, place.as_ref()).await;
     let waited = waited_from.elapsed();
     ctx.stats.record("queue_wait_ms", waited.as_millis() as u64);
@@ -96,6 +130,9 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> &'static str {
         // Whole seconds are what the buyer is shown: one second either side is the rounding.
         let inside = actual + 1.0 >= eta.low_s as f64 && actual <= eta.high_s as f64 + 1.0;
         ctx.stats.eta(inside);
+        // How wide the range was: high ÷ low in hundredths (a range from 0 counts as ×100).
+        let ratio = (eta.high_s * 100).checked_div(eta.low_s).unwrap_or(10_000);
+        ctx.stats.record("eta_ratio_pct", ratio);
     }
     if plan.leave == Leave::AtOffer {
         if let Some(mut ws) = ws {
@@ -132,6 +169,11 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
             Some(a) if a.status.as_u16() == 201 => {
                 ctx.stats
                     .record("join_ms", asked.elapsed().as_millis() as u64);
+                let arrived_ms = plan.arrive_after.as_millis() as u64;
+                ctx.stats.record(
+                    "arrival_to_token_ms",
+                    ctx.now_ms().saturating_sub(arrived_ms),
+                );
                 ctx.stats.joined_at(ctx.now_ms());
                 Live::add(&ctx.live().joined);
                 let token = a.body.get("queue_token")?.as_str()?.to_owned();
@@ -158,6 +200,9 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                 });
             }
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {
+                if a.code() == "overloaded" {
+                    ctx.stats.count("join_overloaded");
+                }
                 // As a browser would: the gateway's Retry-After grows with the crowd it sheds.
                 let wait = a.retry_after_s.unwrap_or(1).clamp(1, 120);
                 tokio::time::sleep(Duration::from_secs(wait)).await;

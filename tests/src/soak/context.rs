@@ -21,6 +21,8 @@ use super::stats::Stats;
 pub struct AfterAdmission {
     pub admitted: bool,
     pub met_503: bool,
+    /// Won a hold: the buyer reached a seat (for the chance-of-a-seat calibration).
+    pub held: bool,
 }
 
 tokio::task_local! {
@@ -142,14 +144,24 @@ impl Ctx {
 
     /// Sends a prepared call, counting error answers by code and a 503 met after admission.
     pub async fn send(&self, call: Call<'_>) -> Option<Answer> {
+        let kind = call_kind(&call);
         match self.net.send(call).await {
             Ok(a) => {
                 if a.status.as_u16() == 503 {
-                    let _ = AFTER_ADMISSION.try_with(|c| {
-                        let mut f = c.get();
-                        f.met_503 |= f.admitted;
-                        c.set(f);
-                    });
+                    let admitted = AFTER_ADMISSION
+                        .try_with(|c| {
+                            let mut f = c.get();
+                            // Refused for load while holding the admission token: what the
+                            // gateway promises never to do. Public reads (the seat map) and a
+                            // second tab's claim carry no admission token and are counted apart.
+                            f.met_503 |= f.admitted && kind == "admission_token";
+                            c.set(f);
+                            f.admitted
+                        })
+                        .unwrap_or(false);
+                    if admitted {
+                        self.stats.count(&format!("admitted_503_on_{kind}"));
+                    }
                 }
                 if !a.status.is_success() && a.status.as_u16() != 304 {
                     self.stats.error(&a.code());
@@ -175,6 +187,23 @@ impl Ctx {
         let seed = answer.body.get("seed")?.as_str()?.to_owned();
         let _ = self.seed.set(seed.clone());
         Some(seed)
+    }
+}
+
+/// What a call carries, for counting the 503s admitted buyers meet: their admission token
+/// (holds, checkout, session, their hold and order), a receipt key, or nothing the gateway
+/// could tell an admitted buyer by (public reads, a claim with the queue token).
+fn call_kind(call: &Call<'_>) -> &'static str {
+    if call.path.ends_with("/queue/claim") || call.path.ends_with("/queue/status") {
+        "queue_token"
+    } else if call.bearer.is_some() {
+        "admission_token"
+    } else if call.receipt.is_some() {
+        "receipt"
+    } else if call.path.ends_with("/seats") {
+        "seat_map"
+    } else {
+        "public_read"
     }
 }
 

@@ -1,5 +1,6 @@
 //! CPU time from `/proc`: this process (and its waited-for workers), and the servers under
-//! test, found by name or given with `--watch-pid`, so the report shows who burned the cores.
+//! test, found by name or given with `--watch-pid` (with their children: a proxy's workers), so
+//! the report shows who burned the cores.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Linux reports `/proc/*/stat` times in clock ticks of 1/100 s on every common platform.
 const TICKS_PER_S: f64 = 100.0;
-const NAMES: [&str; 4] = ["gateway", "postgres", "redis-server", "simulator"];
+const NAMES: [&str; 5] = ["gateway", "postgres", "redis-server", "simulator", "nginx"];
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CpuSplit {
@@ -16,8 +17,8 @@ pub struct CpuSplit {
     pub servers: BTreeMap<String, f64>,
 }
 
-/// (utime + stime, cutime + cstime) in seconds.
-fn times(pid: &str) -> Option<(String, f64, f64)> {
+/// (name, parent, utime + stime, cutime + cstime) in seconds.
+fn times(pid: &str) -> Option<(String, u32, f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
@@ -25,8 +26,10 @@ fn times(pid: &str) -> Option<(String, f64, f64)> {
     let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
     // After the name: state is field 3; utime 14, stime 15, cutime 16, cstime 17.
     let f = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok());
+    let parent = fields.get(4 - 3).and_then(|v| v.parse::<u32>().ok())?;
     Some((
         name,
+        parent,
         (f(14)? + f(15)?) / TICKS_PER_S,
         (f(16)? + f(17)?) / TICKS_PER_S,
     ))
@@ -41,7 +44,7 @@ pub struct Sample {
 
 pub fn sample(watch: &[u32]) -> Sample {
     let soak = times("self")
-        .map(|(_, own, children)| own + children)
+        .map(|(_, _, own, children)| own + children)
         .unwrap_or(0.0);
     let mut servers = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
@@ -53,7 +56,7 @@ pub fn sample(watch: &[u32]) -> Sample {
             else {
                 continue;
             };
-            if let Some((name, own, _)) = times(&pid.to_string()) {
+            if let Some((name, parent, own, _)) = times(&pid.to_string()) {
                 // Given pids, only the shared servers are also found by name (other people's
                 // gateways on the same machine are not ours).
                 let named = if watch.is_empty() {
@@ -61,7 +64,7 @@ pub fn sample(watch: &[u32]) -> Sample {
                 } else {
                     name.starts_with("postgres") || name.starts_with("redis-server")
                 };
-                if named || watch.contains(&pid) {
+                if named || watch.contains(&pid) || watch.contains(&parent) {
                     servers.insert(pid, (name, own));
                 }
             }

@@ -15,6 +15,8 @@
 //! - `shard`: one worker's share of the buyers; `workers`: re-executing as worker processes
 //! - `settle`, `verdict`: waiting for payments to settle, then judging
 //! - `baseline`: joins/s of a bare axum route (and of the gateway) with the same client
+//! - `fifo`: pairs of buyers queued against their arrival order
+//! - `figures`: the storm's figures against their targets
 //! - `cpu`, `report`: the CPU split and the final table / JSON
 
 pub mod baseline;
@@ -23,6 +25,8 @@ pub mod client;
 pub mod config;
 pub mod context;
 pub mod cpu;
+pub mod fifo;
+pub mod figures;
 pub mod order;
 pub mod organizer;
 pub mod plan;
@@ -60,6 +64,22 @@ pub async fn store(url: &str) -> anyhow::Result<Store> {
     .await?)
 }
 
+/// When the event's last order was made, in ms since the run's start (`None`: nothing sold).
+async fn last_sale_ms(
+    store: &Store,
+    event: &EventId,
+    start_ms: u64,
+) -> anyhow::Result<Option<u64>> {
+    use sqlx::Row;
+    let last: Option<i64> =
+        sqlx::query("select fg_ms(max(created_at)) as t from orders where event_id = $1")
+            .bind(event.as_str())
+            .fetch_one(store.pool())
+            .await?
+            .try_get("t")?;
+    Ok(last.map(|t| u64::try_from(t).unwrap_or(0).saturating_sub(start_ms)))
+}
+
 /// Buyers who mean to buy: they stay to the end and pay with a card that can succeed.
 pub fn demand(config: &Config) -> u64 {
     (0..config.arrivals)
@@ -95,7 +115,10 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
     settle::wait(&store, &event, &config).await?;
     let final_stats = organizer.stats().await.unwrap_or_default();
     let ledger: Ledger = sim.ledger().await?;
+    let fifo = fifo::count(&partial.arrivals, fifo::GAP_MS);
+    let last_sale_ms = last_sale_ms(&store, &event, start_ms).await?;
     let facts = verdict::Facts {
+        fifo,
         partial: &partial,
         demand: demand(&config),
         seat_count: u64::from(config.seat_count),
@@ -111,6 +134,14 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
     } else {
         None
     };
+    let storm = figures::build(&figures::Inputs {
+        partial: &partial,
+        arrivals: config.arrivals,
+        rate_per_min: u64::from(config.rate_per_min),
+        fifo,
+        last_sale_ms,
+        cpu: &cpu,
+    });
     let mut report = report::build(
         &partial,
         report::Inputs {
@@ -121,6 +152,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
             baseline_joins_per_s: baseline.as_ref().map(|b| b.bare_per_s),
             cpu,
             final_stats,
+            storm,
             verdict,
         },
     );

@@ -90,6 +90,12 @@ async fn hold(ctx: &Ctx, plan: &Plan, token: &str, rng: &mut StdRng) -> Option<H
             Some(a) if a.status.as_u16() == 201 => {
                 ctx.stats.record("hold_won_ms", ms);
                 ctx.stats.count("holds_won");
+                let _ = super::context::AFTER_ADMISSION.try_with(|c| {
+                    c.set(super::context::AfterAdmission {
+                        held: true,
+                        ..c.get()
+                    })
+                });
                 let hold_id = a.body.get("hold_id")?.as_str()?.to_owned();
                 let receipt_key = a
                     .body

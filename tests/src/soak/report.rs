@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
+use super::figures::{ChanceTenth, Figure, Minute, Storm};
 use super::stats::Partial;
 use super::verdict::Verdict;
 
@@ -39,6 +40,15 @@ pub struct Report {
     pub errors: BTreeMap<String, u64>,
     pub cpu: CpuSplit,
     pub final_stats: serde_json::Value,
+    /// The storm's figures, each against its target (`figures.rs`).
+    #[serde(default)]
+    pub figures: Vec<Figure>,
+    /// Offers seen per minute, with the seconds in which only the rate held them back.
+    #[serde(default)]
+    pub offers_timeline: Vec<Minute>,
+    /// Per tenth of the first chance of a seat stated, the share of buyers who reached one.
+    #[serde(default)]
+    pub seat_chance_calibration: Vec<ChanceTenth>,
     pub verdict: Verdict,
 }
 
@@ -60,6 +70,7 @@ pub struct Inputs {
     pub baseline_joins_per_s: Option<f64>,
     pub cpu: CpuSplit,
     pub final_stats: serde_json::Value,
+    pub storm: Storm,
     pub verdict: Verdict,
 }
 
@@ -70,7 +81,7 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
     };
     let mut latency_map = BTreeMap::new();
     for name in super::stats::HISTOGRAMS {
-        if name == "sold_out_learned_at_ms" {
+        if name == "sold_out_learned_at_ms" || name == "eta_ratio_pct" {
             continue;
         }
         let h = p.histogram(name);
@@ -102,6 +113,9 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
         errors: p.errors.clone(),
         cpu: inputs.cpu,
         final_stats: inputs.final_stats,
+        figures: inputs.storm.figures,
+        offers_timeline: inputs.storm.offers_timeline,
+        seat_chance_calibration: inputs.storm.seat_chance_calibration,
         verdict: inputs.verdict,
     }
 }
@@ -150,6 +164,44 @@ impl Report {
                 .unwrap_or_else(|| "-".into()),
             self.eta_samples
         );
+        if !self.figures.is_empty() {
+            let _ = writeln!(s, "\nthe storm's figures (target; met?):");
+        }
+        for f in &self.figures {
+            let met = match f.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "-",
+            };
+            let _ = writeln!(
+                s,
+                "  [{met:^6}] {}: {} (target {})",
+                f.name, f.value, f.target
+            );
+        }
+        if !self.offers_timeline.is_empty() {
+            let _ = writeln!(
+                s,
+                "offers per minute (minute: offers, rate-bound s / sampled s):"
+            );
+            for m in &self.offers_timeline {
+                let _ = writeln!(
+                    s,
+                    "  {:>3}: {:>7}  {:>2}/{:>2}",
+                    m.minute, m.offers, m.rate_bound_s, m.sampled_s
+                );
+            }
+        }
+        for t in &self.seat_chance_calibration {
+            let _ = writeln!(
+                s,
+                "  chance {}: {} of {} buyers reached a seat ({:.0} %)",
+                t.stated,
+                t.reached_seat,
+                t.buyers,
+                t.share * 100.0
+            );
+        }
         let _ = writeln!(s, "\noutcomes:");
         for (k, v) in &self.outcomes {
             let _ = writeln!(s, "  {:<34}{v:>9}", k.trim_start_matches("outcome_"));

@@ -47,7 +47,13 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
         String::new()
     };
     let shown = progress::spawn(stats.clone(), mine, config.quiet, label);
-    let watcher = tokio::spawn(watch_sold_out(Organizer::new(config)?, ctx.clone()));
+    // The first worker also samples what held offers back, for "offers against the rate set".
+    let sample_rate = (worker == 0).then_some(u64::from(config.max_active));
+    let watcher = tokio::spawn(watch_sold_out(
+        Organizer::new(config)?,
+        ctx.clone(),
+        sample_rate,
+    ));
 
     let mut buyers = JoinSet::new();
     for plan in plans {
@@ -72,17 +78,35 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
 }
 
 /// Polls the organizer stats once a second; sets the sold-out flag when no seat is available,
-/// held or paying (none can come back).
-async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>) {
+/// held or paying (none can come back). With `max_active`, also records whether only the rate
+/// held offers back that second.
+async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<u64>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        if let Ok((seats, _)) = organizer.seats().await
-            && seats.sold_out()
-        {
+        let Ok((seats, stats)) = organizer.seats().await else {
+            continue;
+        };
+        if seats.sold_out() {
             ctx.sold_out.store(true, Ordering::Relaxed);
         }
+        if let Some(cap) = max_active {
+            ctx.stats.rate_bound(ctx.now_ms(), rate_bound(&stats, cap));
+        }
     }
+}
+
+/// Buyers are waiting, the cap has room, seats are left and backpressure is off: offers can
+/// only be held back by the rate set.
+fn rate_bound(stats: &serde_json::Value, cap: u64) -> bool {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let queue = &stats["queue"];
+    let in_use = n(&queue["offered"]) + n(&queue["active"]);
+    let share = stats["backpressure"]["share"].as_f64().unwrap_or(1.0);
+    n(&queue["waiting"]) > 0
+        && in_use < cap.saturating_sub(cap / 10)
+        && n(&stats["seats"]["available"]) > 0
+        && share >= 0.999
 }
 
 fn own_cpu_s() -> f64 {

@@ -37,8 +37,12 @@ impl Live {
 }
 
 /// Histogram names, in milliseconds unless said otherwise.
-pub const HISTOGRAMS: [&str; 8] = [
+pub const HISTOGRAMS: [&str; 10] = [
     "join_ms",
+    // From the buyer's arrival to its queue token, across every shed and retried join.
+    "arrival_to_token_ms",
+    // The first wait range shown: high ÷ low, in hundredths (not milliseconds).
+    "eta_ratio_pct",
     "queue_wait_ms",
     "claim_ms",
     "hold_won_ms",
@@ -74,7 +78,29 @@ pub struct Partial {
     pub sessions_claimed: u64,
     /// CPU seconds used by this worker process.
     pub cpu_s: f64,
+    /// FIFO order: (arrival ms since the run's start, join sequence) of every buyer who joined
+    /// after opening (the pre-queue is ordered by its seed, not by arrival).
+    #[serde(default)]
+    pub arrivals: Vec<(u64, u64)>,
+    /// Chance of a seat: by tenth of the first chance stated (0–9), buyers who stayed for their
+    /// turn, and those of them who held a seat; buyers shown no chance (`null`).
+    #[serde(default)]
+    pub chance_given: Vec<u64>,
+    #[serde(default)]
+    pub chance_reached: Vec<u64>,
+    #[serde(default)]
+    pub chance_unknown: u64,
+    /// Offers seen by buyers, per second of the run.
+    #[serde(default)]
+    pub offers_by_s: BTreeMap<u64, u64>,
+    /// Per second of the run (sampled by the first worker): whether nothing but the rate held
+    /// offers back (buyers waiting, room under the cap, seats left, no backpressure).
+    #[serde(default)]
+    pub rate_bound_by_s: BTreeMap<u64, bool>,
 }
+
+/// Tenths of the stated chance of a seat.
+pub const CHANCE_BUCKETS: usize = 10;
 
 pub struct Stats {
     pub live: Live,
@@ -84,6 +110,11 @@ pub struct Stats {
 struct Inner {
     partial: Partial,
     histograms: BTreeMap<&'static str, Histogram<u64>>,
+}
+
+/// The tenth a chance falls in: 0.0–0.1 → 0, …, 0.9–1.0 (and 1.0 itself) → 9.
+pub fn chance_bucket(p: f64) -> usize {
+    ((p.max(0.0) * CHANCE_BUCKETS as f64) as usize).min(CHANCE_BUCKETS - 1)
 }
 
 fn widen(span: &mut Option<(u64, u64)>, at: u64) {
@@ -177,6 +208,38 @@ impl Stats {
         });
     }
 
+    /// A buyer who joined after opening: when it arrived, and the place it was given.
+    pub fn arrival(&self, arrived_ms: u64, seq: u64) {
+        self.with(|i| i.partial.arrivals.push((arrived_ms, seq)));
+    }
+
+    /// The first chance of a seat a staying buyer was shown (`None`: shown as unknown), and
+    /// whether it went on to hold a seat.
+    pub fn chance(&self, stated: Option<f64>, reached: bool) {
+        self.with(|i| {
+            let p = &mut i.partial;
+            let Some(chance) = stated else {
+                p.chance_unknown += 1;
+                return;
+            };
+            p.chance_given.resize(CHANCE_BUCKETS, 0);
+            p.chance_reached.resize(CHANCE_BUCKETS, 0);
+            let tenth = chance_bucket(chance);
+            p.chance_given[tenth] += 1;
+            p.chance_reached[tenth] += u64::from(reached);
+        });
+    }
+
+    pub fn offered_at(&self, at_ms: u64) {
+        self.with(|i| *i.partial.offers_by_s.entry(at_ms / 1000).or_default() += 1);
+    }
+
+    pub fn rate_bound(&self, at_ms: u64, bound: bool) {
+        self.with(|i| {
+            i.partial.rate_bound_by_s.insert(at_ms / 1000, bound);
+        });
+    }
+
     pub fn mismatch(&self, what: String) {
         self.with(|i| i.partial.two_tab_mismatches.push(what));
     }
@@ -239,6 +302,23 @@ impl Partial {
         self.two_tab_mismatches.extend(other.two_tab_mismatches);
         self.sessions_claimed += other.sessions_claimed;
         self.cpu_s += other.cpu_s;
+        self.arrivals.extend(other.arrivals);
+        for (mine, theirs) in [
+            (&mut self.chance_given, other.chance_given),
+            (&mut self.chance_reached, other.chance_reached),
+        ] {
+            mine.resize(CHANCE_BUCKETS, 0);
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                *m += t;
+            }
+        }
+        self.chance_unknown += other.chance_unknown;
+        for (s, n) in other.offers_by_s {
+            *self.offers_by_s.entry(s).or_default() += n;
+        }
+        for (s, bound) in other.rate_bound_by_s {
+            *self.rate_bound_by_s.entry(s).or_default() |= bound;
+        }
     }
 
     pub fn histogram(&self, name: &str) -> Histogram<u64> {

@@ -9,6 +9,7 @@ use sqlx::Row;
 
 use crate::invariants::check_invariants;
 
+use super::fifo::Inversions;
 use super::stats::Partial;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,6 +30,8 @@ pub struct Verdict {
 /// What the run itself knows and the database cannot tell.
 pub struct Facts<'a> {
     pub partial: &'a Partial,
+    /// Pairs of buyers arriving a second or more apart, and those queued the other way round.
+    pub fifo: Inversions,
     /// Buyers who meant to buy (one seat each).
     pub demand: u64,
     pub seat_count: u64,
@@ -36,6 +39,9 @@ pub struct Facts<'a> {
     /// Buyers cut off by `--max-duration-s`.
     pub unfinished: u64,
 }
+
+/// The share of pairs arriving ≥ 1 s apart that may be queued the other way round.
+const MAX_FIFO_INVERSIONS: f64 = 0.001;
 
 fn check(name: &str, breaches: Vec<String>, detail: String) -> Check {
     Check {
@@ -233,6 +239,44 @@ pub async fn judge(
             "{} duplicate checkouts, {} second holds",
             facts.partial.get("two_tab_checkouts"),
             facts.partial.get("two_tab_second_holds")
+        ),
+    ));
+
+    // Whoever holds an admission token gets a real answer, however loaded the gateway.
+    let refused = facts.partial.get("admitted_met_503");
+    checks.push(check(
+        "no admitted buyer refused for load",
+        if refused > 0 {
+            vec![format!("{refused} admitted buyers were answered 503")]
+        } else {
+            Vec::new()
+        },
+        format!(
+            "{} admitted buyers, none answered 503",
+            facts.partial.sessions_claimed
+        ),
+    ));
+
+    // Arrival order is the queue's order (after opening): a buyer shed at the door must not
+    // end up behind people who arrived long after.
+    let share = facts.fifo.share().unwrap_or(0.0);
+    checks.push(check(
+        "FIFO order kept",
+        if share > MAX_FIFO_INVERSIONS {
+            vec![format!(
+                "{} of {} pairs arriving ≥ 1 s apart were queued the other way round ({:.3} %)",
+                facts.fifo.inverted,
+                facts.fifo.pairs,
+                share * 100.0
+            )]
+        } else {
+            Vec::new()
+        },
+        format!(
+            "{} of {} pairs arriving ≥ 1 s apart queued the other way round (at most {:.1} %)",
+            facts.fifo.inverted,
+            facts.fifo.pairs,
+            MAX_FIFO_INVERSIONS * 100.0
         ),
     ));
 

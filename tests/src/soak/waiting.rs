@@ -58,6 +58,9 @@ pub struct Waiter<'a> {
     pub plan: &'a Plan,
     pub token: &'a str,
     pub eta: Option<Eta>,
+    /// The first chance of a seat heard: `None` before any place was heard, `Some(None)` when
+    /// it was shown as unknown (or not at all).
+    pub chance: Option<Option<f64>>,
 }
 
 impl Waiter<'_> {
@@ -142,10 +145,19 @@ impl Waiter<'_> {
             };
             match m.kind {
                 "position" => {
-                    if self.eta.is_none()
-                        && let Some(s) = m.estimated_wait_s
-                    {
-                        self.eta = Some(eta_from_point(s));
+                    if self.chance.is_none() {
+                        self.chance = Some(m.seat_chance);
+                    }
+                    if self.eta.is_none() {
+                        self.eta = match (m.estimated_wait_range_s, m.estimated_wait_s) {
+                            (Some([low, high]), _) => Some(Eta {
+                                at: Instant::now(),
+                                low_s: low.max(0.0).floor() as u64,
+                                high_s: high.max(0.0).ceil() as u64,
+                            }),
+                            (None, Some(s)) => Some(eta_from_point(s)),
+                            (None, None) => None,
+                        };
                     }
                 }
                 "offered" => return Heard::Turn(Turn::Offered(None)),
@@ -198,6 +210,10 @@ impl Waiter<'_> {
                         Some("closed") => return Turn::Closed,
                         Some("offer_lapsed") => return Turn::Lapsed,
                         _ => {
+                            if self.chance.is_none() {
+                                self.chance =
+                                    Some(a.body.get("seat_chance").and_then(Value::as_f64));
+                            }
                             if self.eta.is_none() {
                                 self.eta = eta_from_status(&a.body);
                             }
@@ -219,6 +235,9 @@ struct Frame<'a> {
     kind: &'a str,
     status: Option<&'a str>,
     estimated_wait_s: Option<u64>,
+    /// Whole seconds in the contract; read as numbers of any kind so a fraction is no error.
+    estimated_wait_range_s: Option<[f64; 2]>,
+    seat_chance: Option<f64>,
     after_ms: Option<u64>,
     code: Option<&'a str>,
 }

@@ -1,0 +1,180 @@
+//! Admitted buyers are never refused for load: while a crowd floods the cheap anonymous routes
+//! (joins, event reads, receipt reads of the reservations group), admitted buyers hold, read
+//! their session and hold, extend and release, all at once, through a reservations budget far smaller
+//! than their number. Every one of their requests gets a real answer (never 503): they wait in
+//! line for a permit while the anonymous traffic is what is shed.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use support::buyer::Admitted;
+use support::http::Answer;
+use support::{Backends, spawn_app_with};
+
+/// Far fewer reservation permits than admitted buyers acting at once.
+const RESERVATIONS_BUDGET: usize = 4;
+const ADMITTED: u32 = 32;
+const ROUNDS: u32 = 3;
+const FLOODERS: usize = 48;
+
+/// What the flood was answered, by status.
+#[derive(Default)]
+struct Flood {
+    statuses: std::sync::Mutex<std::collections::BTreeMap<u16, u64>>,
+}
+
+async fn flood(app_url: String, event: String, stop: Arc<AtomicBool>, seen: Arc<Flood>) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut turn = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        turn += 1;
+        let request = match turn % 4 {
+            0 => client.post(format!("{app_url}/api/events/{event}/queue")),
+            1 => client.get(format!("{app_url}/api/events/{event}")),
+            2 => client.get(format!("{app_url}/api/events/{event}/fairness")),
+            // A receipt read: the reservations group, without an admission token.
+            _ => client
+                .get(format!("{app_url}/api/holds/h-{turn}"))
+                .header("floodgate-receipt", format!("rk-{turn}")),
+        };
+        let status = match request.send().await {
+            Ok(response) => Answer::from(response).await.status,
+            Err(_) => 0,
+        };
+        *seen.statuses.lock().unwrap().entry(status).or_default() += 1;
+    }
+}
+
+/// One admitted buyer's visit: hold its seat, then rounds of reading the session and the hold
+/// and extending it, then release (a release ends the session). Returns every answer that was
+/// not the expected one.
+async fn shop(app: &support::Gateway, buyer: &Admitted, seat: String) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut check = |what: &str, answer: &Answer, expected: u16| {
+        if answer.status != expected {
+            wrong.push(format!("{what}: {answer:?}"));
+        }
+    };
+    let held = app.hold(buyer, std::slice::from_ref(&seat)).await;
+    check("hold", &held, 201);
+    if held.status != 201 {
+        return wrong;
+    }
+    let hold = held.str("hold_id");
+    for _ in 0..ROUNDS {
+        let session = app
+            .send(
+                app.request(Method::GET, "/api/session")
+                    .bearer_auth(&buyer.admission_token),
+            )
+            .await;
+        check("session", &session, 200);
+        check("read hold", &app.read_hold(buyer, &hold).await, 200);
+        check("extend", &app.extend(buyer, &hold).await, 200);
+    }
+    check("release", &app.release(buyer, &hold).await, 204);
+    wrong
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
+    let app = spawn_app_with(Backends::Postgres, |config| {
+        config.max_inflight_reservations = RESERVATIONS_BUDGET;
+        config.max_inflight_joins = 4;
+        config.max_inflight_reads = 4;
+    })
+    .await;
+    let event = app
+        .create_event(
+            ADMITTED,
+            json!({"rate_per_min": 60000, "max_active": 1000, "offer_s": 120}),
+        )
+        .await;
+    let mut buyers = Vec::new();
+    for _ in 0..ADMITTED {
+        buyers.push(app.admit(&event).await);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Flood::default());
+    let flooders: Vec<_> = (0..FLOODERS)
+        .map(|_| {
+            tokio::spawn(flood(
+                app.base_url.clone(),
+                event.clone(),
+                stop.clone(),
+                seen.clone(),
+            ))
+        })
+        .collect();
+    // The buyers shop only once the crowd is being refused somewhere.
+    let started = tokio::time::Instant::now();
+    while seen
+        .statuses
+        .lock()
+        .unwrap()
+        .get(&503)
+        .copied()
+        .unwrap_or(0)
+        < 20
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{FLOODERS} flooding clients never overflowed the budgets: {:?}",
+            seen.statuses.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let app = Arc::new(app);
+    let shoppers: Vec<_> = buyers
+        .into_iter()
+        .enumerate()
+        .map(|(i, buyer)| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let seat = support::buyer::seat(i as u32 + 1);
+                shop(&app, &buyer, seat).await
+            })
+        })
+        .collect();
+    let mut wrong = Vec::new();
+    for shopper in shoppers {
+        wrong.extend(shopper.await.unwrap());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for flooder in flooders {
+        flooder.await.unwrap();
+    }
+    let statuses = seen.statuses.lock().unwrap().clone();
+    eprintln!("flood answered: {statuses:?}");
+    assert!(
+        wrong.is_empty(),
+        "{} admitted requests were not answered as asked (a 503 is a refusal for load): {wrong:#?}",
+        wrong.len()
+    );
+    assert!(
+        !statuses.contains_key(&0),
+        "the gateway always answers the crowd: {statuses:?}"
+    );
+
+    // The buyers did outnumber the budget: some of their requests waited in line for a permit.
+    let metrics = app.get("/metrics").await.text;
+    let waited: f64 = metrics
+        .lines()
+        .find(|l| l.starts_with("floodgate_admitted_wait_seconds_count"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no admitted request ever waited for a permit"));
+    assert!(waited >= 1.0);
+}

@@ -1,0 +1,150 @@
+//! The gateway behind the nginx configuration the repository ships (`deploy/nginx/`), started
+//! on a free loopback port: the waiting room's WebSocket passes through (join, positions, the
+//! offer, the claim), the gateway sees each buyer's own address in `X-Forwarded-For` (the
+//! per-address join limit counts buyers, not the proxy, and a forged header changes nothing),
+//! and the public queue snapshot is answered from nginx's cache: two reads within a second
+//! reach the gateway once.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use reqwest::Method;
+use serde_json::json;
+
+use support::nginx::Nginx;
+use support::{Backends, spawn_app_with};
+
+/// The gateway believes `X-Forwarded-For` from nginx (on 127.0.0.1) only, as production does
+/// from its proxy's address: test buyers connect to nginx from other loopback addresses.
+fn trusting_nginx(config: &mut gateway::config::Config) {
+    config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+}
+
+#[tokio::test]
+async fn the_waiting_room_socket_passes_through_nginx() {
+    let app = spawn_app_with(Backends::Embedded, trusting_nginx).await;
+    let nginx = Nginx::start(app.base_url.trim_start_matches("http://"));
+    let front = nginx.front(&app.organizer_key);
+    let event = front
+        .create_event(10, json!({ "rate_per_min": 6000, "max_active": 1 }))
+        .await;
+    // The first in line takes the only active place; the second waits behind it.
+    front.join_queue(&event).await;
+    let queued = front.join_queue(&event).await;
+    let mut socket = front.open_socket(&queued).await;
+    let position = socket.next_of("position").await;
+    assert!(position["position"].as_u64().is_some(), "{position}");
+    // Room for one more: the offer, then the claim, over the same proxied socket.
+    front
+        .tune(&event, json!({ "max_active": 2 }))
+        .await
+        .expect(200);
+    socket.wait_for_turn().await;
+    let admitted = socket.claim().await;
+    assert!(!admitted.admission_token.is_empty());
+    socket.close().await;
+}
+
+/// A client of nginx connecting from `from` (any 127.x address is this machine's loopback).
+fn client_from(from: Ipv4Addr) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(IpAddr::V4(from))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_gateway_limits_joins_by_the_address_nginx_forwards() {
+    let app = spawn_app_with(Backends::Embedded, |config| {
+        trusting_nginx(config);
+        config.join_limit_per_min = 2;
+    })
+    .await;
+    let nginx = Nginx::start(app.base_url.trim_start_matches("http://"));
+    let event = app.create_event(10, json!({})).await;
+    let join_url = format!("http://{}/api/events/{event}/queue", nginx.addr);
+    let join = |client: &reqwest::Client, forged: Option<&str>| {
+        let mut request = client.post(&join_url);
+        if let Some(forged) = forged {
+            request = request.header("x-forwarded-for", forged);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let first = client_from(Ipv4Addr::new(127, 0, 0, 2));
+    let second = client_from(Ipv4Addr::new(127, 0, 0, 3));
+    assert_eq!(join(&first, None).await, 201);
+    assert_eq!(join(&first, None).await, 201);
+    // The third join from the same buyer is over its limit, whatever it writes in the header.
+    assert_eq!(join(&first, None).await, 429);
+    assert_eq!(join(&first, Some("198.51.100.9")).await, 429);
+    // Another buyer behind the same proxy has a limit of its own.
+    assert_eq!(join(&second, None).await, 201);
+}
+
+/// The gateway's count of answered snapshot requests, from its `/metrics`.
+async fn snapshots_served(app: &support::Gateway) -> f64 {
+    let metrics = app.get("/metrics").await.text;
+    metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("floodgate_http_requests_total")
+                && l.contains("queue/snapshot")
+                && l.contains("class=\"ok\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn nginx_answers_the_snapshot_from_its_cache() {
+    let app = spawn_app_with(Backends::Embedded, trusting_nginx).await;
+    let nginx = Nginx::start(app.base_url.trim_start_matches("http://"));
+    let front = nginx.front(&app.organizer_key);
+    let event = app.create_event(10, json!({})).await;
+    let path = format!("/api/events/{event}/queue/snapshot");
+    let before = snapshots_served(&app).await;
+    let first = front.request(Method::GET, &path).send().await.unwrap();
+    let second = front.request(Method::GET, &path).send().await.unwrap();
+    let cache = |r: &reqwest::Response| {
+        r.headers()
+            .get("x-cache-status")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned()
+    };
+    assert_eq!(first.status(), 200, "{first:?}");
+    assert_eq!(second.status(), 200, "{second:?}");
+    assert_eq!(cache(&first), "MISS");
+    assert_eq!(
+        cache(&second),
+        "HIT",
+        "the second read within a second is nginx's"
+    );
+    assert_eq!(
+        first.headers().get("etag"),
+        second.headers().get("etag"),
+        "the cached copy is the gateway's"
+    );
+    let first_body = first.text().await.unwrap();
+    assert_eq!(first_body, second.text().await.unwrap());
+    assert_eq!(
+        snapshots_served(&app).await - before,
+        1.0,
+        "two reads within a second reach the gateway once"
+    );
+    // Per-buyer routes are never cached.
+    let queued = front.join_queue(&event).await;
+    let status = front
+        .request(Method::GET, &format!("/api/events/{event}/queue/status"))
+        .bearer_auth(&queued.queue_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    assert!(
+        status.headers().get("x-cache-status").is_none(),
+        "{status:?}"
+    );
+}

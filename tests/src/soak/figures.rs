@@ -1,0 +1,339 @@
+//! The storm's figures, each against its target and marked met or missed: how fast arrivals
+//! got a place, how many joins were refused for load, whether the queue kept arrival order,
+//! whether the wait and the chance of a seat shown were true, whether admitted buyers were
+//! answered, whether offers kept the rate set, how fast "sold out" reached everyone, and what
+//! the servers spent per arrival. A report, not a timed test: the verdict judges only the two
+//! that do not depend on the machine's speed (admitted buyers answered, FIFO order).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::cpu::CpuSplit;
+use super::fifo::Inversions;
+use super::stats::{CHANCE_BUCKETS, Partial};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Figure {
+    pub name: String,
+    pub value: String,
+    pub target: String,
+    /// `None`: nothing to judge in this run (not shown, or no sample).
+    pub met: Option<bool>,
+}
+
+/// One minute of the run: offers buyers saw, and the seconds sampled in which only the rate
+/// held offers back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Minute {
+    pub minute: u64,
+    pub offers: u64,
+    pub rate_bound_s: u64,
+    pub sampled_s: u64,
+}
+
+/// One tenth of the stated chance of a seat.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChanceTenth {
+    /// "0.3–0.4"
+    pub stated: String,
+    pub buyers: u64,
+    pub reached_seat: u64,
+    pub share: f64,
+}
+
+pub struct Inputs<'a> {
+    pub partial: &'a Partial,
+    pub arrivals: u64,
+    pub rate_per_min: u64,
+    pub fifo: Inversions,
+    /// When the last seat was sold, ms since the run's start.
+    pub last_sale_ms: Option<u64>,
+    pub cpu: &'a CpuSplit,
+}
+
+pub struct Storm {
+    pub figures: Vec<Figure>,
+    pub offers_timeline: Vec<Minute>,
+    pub seat_chance_calibration: Vec<ChanceTenth>,
+}
+
+/// Fewer buyers than this in a tenth say nothing about its share.
+const MIN_CHANCE_SAMPLES: u64 = 20;
+/// Fewer rate-bound seconds than this say nothing about the rate kept.
+const MIN_RATE_BOUND_S: u64 = 20;
+/// The processes of the service: not the soak, not the payment simulator.
+const SERVERS: [&str; 4] = ["gateway", "postgres", "redis-server", "nginx"];
+
+fn figure(name: &str, value: String, target: &str, met: Option<bool>) -> Figure {
+    Figure {
+        name: name.to_owned(),
+        value,
+        target: target.to_owned(),
+        met,
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+pub fn build(i: &Inputs<'_>) -> Storm {
+    let p = i.partial;
+    let mut figures = Vec::new();
+
+    let token = p.histogram("arrival_to_token_ms");
+    figures.push(figure(
+        "arrival → queue token, p99 / max",
+        if token.is_empty() {
+            "no join".into()
+        } else {
+            format!("{} ms / {} ms", token.value_at_quantile(0.99), token.max())
+        },
+        "≤ 2,000 ms / ≤ 5,000 ms",
+        (!token.is_empty()).then(|| token.value_at_quantile(0.99) <= 2_000 && token.max() <= 5_000),
+    ));
+
+    let overloaded = p.get("join_overloaded");
+    figures.push(figure(
+        "`overloaded` answers to joins",
+        format!(
+            "{overloaded} ({:.2} % of {} arrivals)",
+            pct(overloaded, i.arrivals),
+            i.arrivals
+        ),
+        "≤ 1 % of arrivals",
+        Some(overloaded * 100 <= i.arrivals),
+    ));
+
+    figures.push(figure(
+        "FIFO order kept: pairs arriving ≥ 1 s apart queued the other way round",
+        format!(
+            "{} of {} pairs ({:.4} %)",
+            i.fifo.inverted,
+            i.fifo.pairs,
+            i.fifo.share().unwrap_or(0.0) * 100.0
+        ),
+        "≤ 0.1 %",
+        i.fifo.share().map(|s| s <= 0.001),
+    ));
+
+    let ratio = p.histogram("eta_ratio_pct");
+    let median_ratio = ratio.value_at_quantile(0.5) as f64 / 100.0;
+    figures.push(figure(
+        "first wait range shown contains the real wait",
+        if p.eta_given == 0 {
+            "no range shown".into()
+        } else {
+            format!(
+                "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}",
+                pct(p.eta_inside, p.eta_given),
+                p.eta_given
+            )
+        },
+        "≥ 80 %, median high ÷ low ≤ 2",
+        (p.eta_given > 0).then(|| p.eta_inside * 100 >= p.eta_given * 80 && median_ratio <= 2.0),
+    ));
+
+    let seat_chance_calibration = calibration(p);
+    let judged: Vec<&ChanceTenth> = seat_chance_calibration
+        .iter()
+        .filter(|t| t.buyers >= MIN_CHANCE_SAMPLES)
+        .collect();
+    let worst = judged
+        .iter()
+        .map(|t| (t.share - midpoint(&t.stated)).abs() * 100.0)
+        .fold(0.0_f64, f64::max);
+    let shown: u64 = seat_chance_calibration.iter().map(|t| t.buyers).sum();
+    figures.push(figure(
+        "chance of a seat: share reaching a seat per tenth of stated chance",
+        if shown == 0 {
+            format!("not shown ({} buyers shown none)", p.chance_unknown)
+        } else {
+            format!(
+                "{shown} buyers shown a chance ({} not); {} tenths with ≥ {MIN_CHANCE_SAMPLES} \
+                 buyers, furthest {worst:.1} points from its tenth",
+                p.chance_unknown,
+                judged.len()
+            )
+        },
+        "within ±15 points",
+        (!judged.is_empty()).then_some(worst <= 15.0),
+    ));
+
+    let met_503 = p.get("admitted_met_503");
+    let elsewhere: Vec<String> = p
+        .counts
+        .iter()
+        .filter_map(|(k, n)| {
+            let kind = k.strip_prefix("admitted_503_on_")?;
+            (kind != "admission_token").then(|| format!("{n} on {kind}"))
+        })
+        .collect();
+    figures.push(figure(
+        "admitted buyers answered 503 (on requests carrying their admission token)",
+        format!(
+            "{met_503} of {} admitted{}",
+            p.sessions_claimed,
+            if elsewhere.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; requests without it answered 503 after admission: {}",
+                    elsewhere.join(", ")
+                )
+            }
+        ),
+        "0",
+        Some(met_503 == 0),
+    ));
+
+    let offers_timeline = timeline(p);
+    let (bound_s, bound_offers) = p
+        .rate_bound_by_s
+        .iter()
+        .filter(|(_, bound)| **bound)
+        .fold((0u64, 0u64), |(s, n), (second, _)| {
+            (s + 1, n + p.offers_by_s.get(second).copied().unwrap_or(0))
+        });
+    let per_min = (bound_s > 0).then(|| bound_offers as f64 * 60.0 / bound_s as f64);
+    figures.push(figure(
+        "offers per minute against the rate set, while seats, cap and backpressure allow",
+        match per_min {
+            Some(r) => format!(
+                "{r:.0}/min over {bound_s} rate-bound seconds, rate set {}/min",
+                i.rate_per_min
+            ),
+            None => format!(
+                "no second bound by the rate alone; rate set {}/min",
+                i.rate_per_min
+            ),
+        },
+        "within ±10 % (per-minute timeline in the JSON report)",
+        per_min
+            .filter(|_| bound_s >= MIN_RATE_BOUND_S)
+            .map(|r| (r - i.rate_per_min as f64).abs() <= i.rate_per_min as f64 * 0.1),
+    ));
+
+    let learned = p.histogram("sold_out_learned_at_ms");
+    let after_last = i.last_sale_ms.filter(|_| !learned.is_empty()).map(|last| {
+        (
+            learned.value_at_quantile(0.99).saturating_sub(last),
+            learned.len(),
+        )
+    });
+    figures.push(figure(
+        "sold out told to every waiting buyer, p99 after the last seat sold",
+        match after_last {
+            Some((ms, n)) => format!("{ms} ms ({n} buyers told)"),
+            None => "did not sell out while buyers waited".into(),
+        },
+        "≤ 5,000 ms",
+        after_last.map(|(ms, _)| ms <= 5_000),
+    ));
+
+    let server_s: f64 = i
+        .cpu
+        .servers
+        .iter()
+        .filter(|(name, _)| SERVERS.contains(&name.as_str()))
+        .map(|(_, s)| s)
+        .sum();
+    let per_arrival_us = server_s * 1e6 / i.arrivals.max(1) as f64;
+    let split: Vec<String> = SERVERS
+        .iter()
+        .filter_map(|n| i.cpu.servers.get(*n).map(|s| format!("{n} {s:.1} s")))
+        .collect();
+    figures.push(figure(
+        "server CPU (gateway + PostgreSQL + Redis + proxy) per arrival",
+        format!("{per_arrival_us:.0} µs ({})", split.join(", ")),
+        "≤ 200 µs",
+        Some(per_arrival_us <= 200.0),
+    ));
+
+    Storm {
+        figures,
+        offers_timeline,
+        seat_chance_calibration,
+    }
+}
+
+/// The middle of a tenth named "0.3–0.4".
+fn midpoint(stated: &str) -> f64 {
+    let low: f64 = stated
+        .split('–')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    low + 0.05
+}
+
+fn calibration(p: &Partial) -> Vec<ChanceTenth> {
+    (0..CHANCE_BUCKETS)
+        .filter_map(|tenth| {
+            let buyers = p.chance_given.get(tenth).copied().unwrap_or(0);
+            let reached = p.chance_reached.get(tenth).copied().unwrap_or(0);
+            (buyers > 0).then(|| ChanceTenth {
+                stated: format!(
+                    "{:.1}–{:.1}",
+                    tenth as f64 / 10.0,
+                    (tenth + 1) as f64 / 10.0
+                ),
+                buyers,
+                reached_seat: reached,
+                share: reached as f64 / buyers as f64,
+            })
+        })
+        .collect()
+}
+
+fn timeline(p: &Partial) -> Vec<Minute> {
+    let mut minutes: BTreeMap<u64, Minute> = BTreeMap::new();
+    let at = |m: &mut BTreeMap<u64, Minute>, minute: u64| {
+        m.entry(minute).or_insert(Minute {
+            minute,
+            offers: 0,
+            rate_bound_s: 0,
+            sampled_s: 0,
+        });
+    };
+    for (second, n) in &p.offers_by_s {
+        at(&mut minutes, second / 60);
+        if let Some(m) = minutes.get_mut(&(second / 60)) {
+            m.offers += n;
+        }
+    }
+    for (second, bound) in &p.rate_bound_by_s {
+        at(&mut minutes, second / 60);
+        if let Some(m) = minutes.get_mut(&(second / 60)) {
+            m.sampled_s += 1;
+            m.rate_bound_s += u64::from(*bound);
+        }
+    }
+    minutes.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenth_is_judged_against_its_middle() {
+        assert!((midpoint("0.3–0.4") - 0.35).abs() < 1e-9);
+        let mut p = Partial {
+            chance_given: vec![0; CHANCE_BUCKETS],
+            chance_reached: vec![0; CHANCE_BUCKETS],
+            ..Partial::default()
+        };
+        p.chance_given[9] = 100;
+        p.chance_reached[9] = 80;
+        let tenths = calibration(&p);
+        assert_eq!(tenths.len(), 1);
+        assert_eq!(tenths[0].stated, "0.9–1.0");
+        assert!((tenths[0].share - 0.8).abs() < 1e-9);
+    }
+}
