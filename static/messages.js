@@ -65,3 +65,34 @@ export const TEST_CARDS = [
   { id: 'pm_card_authenticationRequired', label: '3-D Secure card', note: 'your bank asks you to confirm the payment on its own page' },
   { id: 'pm_card_error', label: 'Provider error', note: 'the provider fails (5xx)' },
 ];
+
+/**
+ * The chance of a seat in plain words. `seats` left and `ahead` people ahead are named when
+ * the answer is "unlikely", so the buyer sees why.
+ */
+export const CHANCE = {
+  unknown: 'not known yet',
+  veryLikely: 'very likely',
+  likely: 'likely',
+  even: 'about even',
+  unlikely: (seats, ahead) => `unlikely: ${seatsWord(seats)} left for ${peopleWord(ahead)} ahead of you`,
+  veryUnlikely: (seats, ahead) => `very unlikely: ${seatsWord(seats)} left for ${peopleWord(ahead)} ahead of you`,
+  soldOut: 'none: every seat is sold or held',
+  // Read out politely with the place (screen readers).
+  announce: (words) => `Chance of a seat: ${words}.`,
+};
+
+const seatsWord = (n) => (n === 1 ? '1 seat' : `${Number(n).toLocaleString()} seats`);
+const peopleWord = (n) => (n === 1 ? '1 person' : `${Number(n).toLocaleString()} people`);
+
+/** `chance` (0–1 or null) as words; `seats` and `ahead` may be unknown (undefined). */
+export function chanceWords(chance, seats, ahead) {
+  if (typeof chance !== 'number') return CHANCE.unknown;
+  if (chance >= 0.9) return CHANCE.veryLikely;
+  if (chance >= 0.65) return CHANCE.likely;
+  if (chance >= 0.35) return CHANCE.even;
+  const known = typeof seats === 'number' && typeof ahead === 'number';
+  if (chance <= 0 && seats === 0) return CHANCE.soldOut;
+  if (chance >= 0.1) return known ? CHANCE.unlikely(seats, ahead) : 'unlikely';
+  return known ? CHANCE.veryUnlikely(seats, ahead) : 'very unlikely';
+}

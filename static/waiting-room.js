@@ -2,7 +2,7 @@
 // and its claim. After the claim, checkout.js takes over (seats, hold, payment).
 
 import { requestPatiently, newKey } from './api.js';
-import { messageFor } from './messages.js';
+import { messageFor, chanceWords, CHANCE } from './messages.js';
 import { EventStore } from './store.js';
 import { QueueLink } from './queue-link.js';
 import { Deadline, clock, waitRange, plural, when } from './format.js';
@@ -18,6 +18,7 @@ let link = null;
 let ticker = null;
 let lastAnnounce = 0;
 let paused = false;
+let seatsLeft;
 let lastOfferCheck = 0;
 let offerDeadline = null;
 
@@ -195,7 +196,7 @@ function onStatus(status, msg) {
     if (currentView() !== 'waiting') show('waiting');
   } else if (status === 'paused') {
     paused = true;
-    if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null });
+    if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null, seat_chance: msg.seat_chance });
     else show('waiting');
     $('paused-banner').hidden = false;
     setText('wait', 'not known yet (paused)');
@@ -232,11 +233,14 @@ function showPosition(msg) {
   setText('position', position === 0 ? 'You\'re next' : position.toLocaleString());
   const range = paused ? null : waitRange(msg.estimated_wait_s, msg.estimated_wait_range_s);
   setText('wait', range ?? (paused ? 'not known yet (paused)' : 'not known yet'));
+  if (typeof msg.seats_left === 'number') seatsLeft = msg.seats_left;
+  const chance = chanceWords(msg.seat_chance, seatsLeft ?? info?.seats_left, position);
+  setText('chance', chance);
   // Announce politely, but not at every tick: a screen reader user needs calm updates.
   const now = performance.now();
   if (now - lastAnnounce > 15000 || position === 0) {
     lastAnnounce = now;
-    setText('announce', position === 0 ? 'You are next in line.' : `${plural(position, 'person', 'people')} ahead of you. Estimated wait: ${range ?? 'not known yet'}.`);
+    setText('announce', position === 0 ? 'You are next in line.' : `${plural(position, 'person', 'people')} ahead of you. Estimated wait: ${range ?? 'not known yet'}. ${CHANCE.announce(chance)}`);
   }
 }
 
