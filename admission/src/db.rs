@@ -46,11 +46,15 @@ pub struct SessionRecord {
 }
 
 /// The last durable trace of an event's Redis queue, so a Redis loss can be recovered.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
     pub epoch: String,
     pub join_seq: u64,
     pub served: u64,
+    /// The FIFO place served through.
+    pub fifo_through: u64,
+    /// The pre-queue rank of the last pre-queue ticket offered.
+    pub prequeue_through: Option<f64>,
 }
 
 /// Seat counts that decide "sold out" (nothing available and nothing held or paying) and feed

@@ -74,6 +74,28 @@ impl Admission {
         } else {
             EventState::Open
         };
+        // A tick that offered is checkpointed before it announces the offers, so after a Redis
+        // loss no ticket offered before it comes back ahead of the line; otherwise once a period.
+        let due = {
+            let mut last = lock(&handle.last_checkpoint_ms);
+            let due = !out.offered.is_empty()
+                || out.now.saturating_sub(*last)
+                    >= self.inner.cfg.checkpoint_every.as_millis() as i64;
+            if due {
+                *last = out.now;
+            }
+            due
+        };
+        if due {
+            let cp = Checkpoint {
+                epoch: out.epoch.clone(),
+                join_seq: out.seq,
+                served: out.served,
+                fifo_through: out.cursor,
+                prequeue_through: out.pq_through,
+            };
+            db.save_checkpoint(event, &cp).await?;
+        }
         let measured = lock(&handle.outflow).record(out.now, out.served);
         // No estimate while nothing flows by design (paused, sold out, closed).
         let measured = measured.filter(|_| state == EventState::Open);
@@ -96,6 +118,7 @@ impl Admission {
             opened: out.now >= ms(control.opens_at),
             served: out.served,
             cursor: out.cursor,
+            prequeue_served_through: out.pq_through,
             ahead_of_fifo: out.ahead,
             join_seq: out.seq,
             waiting: out.ahead + out.seq.saturating_sub(out.cursor),
@@ -127,23 +150,6 @@ impl Admission {
             }
             moved
         });
-        let due = {
-            let mut last = lock(&handle.last_checkpoint_ms);
-            let due =
-                out.now.saturating_sub(*last) >= self.inner.cfg.checkpoint_every.as_millis() as i64;
-            if due {
-                *last = out.now;
-            }
-            due
-        };
-        if due {
-            let cp = Checkpoint {
-                epoch: out.epoch,
-                join_seq: out.seq,
-                served: out.served,
-            };
-            db.save_checkpoint(event, &cp).await?;
-        }
         Ok(TickReport {
             offered: out.offered,
             snapshot,
@@ -179,6 +185,8 @@ impl Admission {
                 0
             },
             opens_at_ms: ms(control.opens_at),
+            fifo_floor: checkpoint.as_ref().map_or(0, |c| c.fifo_through),
+            pq_floor: checkpoint.as_ref().and_then(|c| c.prequeue_through),
         };
         let created = self
             .inner

@@ -34,6 +34,8 @@ pub struct Snapshot {
     pub served: u64,
     /// Highest post-opening join sequence offered.
     pub cursor: u64,
+    /// The pre-queue rank (in [0, 1)) of the last pre-queue ticket offered; `None` before any.
+    pub prequeue_served_through: Option<f64>,
     /// Queued ahead of every not-yet-offered FIFO arrival (pre-queue and returned tokens).
     pub ahead_of_fifo: u64,
     /// Joins so far (the join sequence).

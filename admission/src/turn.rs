@@ -63,7 +63,16 @@ impl Admission {
         let (state, now) = self.ticket_state(claims, &control).await?;
         Ok(match state {
             TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
-            TicketState::Lapsed => status::build(QueueStatus::OfferLapsed, None, None, None),
+            // Redis forgets claims in a loss; the database does not.
+            TicketState::Lapsed => match self
+                .inner
+                .db
+                .session(&claims.event, &claims.ticket_id)
+                .await?
+            {
+                Some(_) => status::build(QueueStatus::Admitted, None, None, None),
+                None => status::build(QueueStatus::OfferLapsed, None, None, None),
+            },
             TicketState::Offered { expires_ms } => {
                 let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
                 status::build(QueueStatus::Offered, Some(0), Some(&snap), Some(left))

@@ -138,8 +138,9 @@ async fn flushall(url: &str) {
         .expect("FLUSHALL");
 }
 
-/// FLUSHALL mid-queue: afterwards no session is issued twice, the cap holds, returning tokens
-/// keep their relative order, and arrivals after the wipe queue behind all earlier tokens.
+/// FLUSHALL mid-queue: afterwards no session is issued twice, the cap holds, tickets offered
+/// before the wipe (claimed or not) do not come back ahead of the line, the others keep their
+/// relative order, and arrivals after the wipe queue behind all earlier tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushall_mid_queue_recovers() {
     let (own, h) = own_redis_harness("flush", 30).await;
@@ -178,14 +179,30 @@ async fn flushall_mid_queue_recovers() {
         newcomer.claims.seq > 200,
         "seq restored past the checkpoint + margin"
     );
-    // Returning tokens re-register during the grace period; no offers meanwhile.
+    // Returning tokens re-register during the grace period; no offers meanwhile. Those offered
+    // before the wipe are told where they stand instead of rejoining the line.
     for j in &before {
         let st = h.adm.status(&j.claims).await.expect("status");
-        assert!(
-            matches!(st.status, QueueStatus::Waiting | QueueStatus::PreQueue),
-            "{:?} {:?}",
-            j.claims.seq,
-            st
+        let seq = j.claims.seq;
+        let expected = if claimed.contains_key(&seq) {
+            QueueStatus::Admitted
+        } else if offered_before.contains(&seq) {
+            QueueStatus::OfferLapsed
+        } else {
+            QueueStatus::Waiting
+        };
+        assert_eq!(st.status, expected, "ticket {seq}: {st:?}");
+    }
+    for seq in claimed.keys() {
+        let a = h
+            .adm
+            .claim(&before[(*seq - 1) as usize].claims)
+            .await
+            .expect("a claimed ticket keeps its session");
+        assert_eq!(
+            Some(&a.session_id),
+            claimed.get(seq),
+            "nobody admitted twice"
         );
     }
     let later = h.join_n(20).await;
@@ -194,9 +211,9 @@ async fn flushall_mid_queue_recovers() {
         "offers wait out the reconnect grace"
     );
 
+    let expected = 200 - offered_before.len() + 21;
     let mut after = Vec::new();
     let mut sessions: HashSet<String> = claimed.values().cloned().collect();
-    let mut reissued = 0;
     for _ in 0..2_000 {
         h.advance(TICK).await;
         let r = h.tick().await;
@@ -206,6 +223,10 @@ async fn flushall_mid_queue_recovers() {
             "cap exceeded after the wipe"
         );
         for seq in &r.offered {
+            assert!(
+                !offered_before.contains(seq),
+                "ticket {seq} was offered before the wipe and came back"
+            );
             let j = before
                 .iter()
                 .chain(std::iter::once(&newcomer))
@@ -213,39 +234,34 @@ async fn flushall_mid_queue_recovers() {
                 .find(|j| j.claims.seq == *seq)
                 .expect("an issued token");
             let a = h.adm.claim(&j.claims).await.expect("claim after the wipe");
-            if let Some(old) = claimed.get(seq) {
-                assert_eq!(&a.session_id, old, "nobody admitted twice");
-                reissued += 1;
-            } else {
-                assert!(
-                    sessions.insert(a.session_id.clone()),
-                    "a fresh session per ticket"
-                );
-            }
+            assert!(
+                sessions.insert(a.session_id.clone()),
+                "a fresh session per ticket"
+            );
             h.adm
                 .session_ended(&h.event, &a.session_id)
                 .await
                 .expect("end");
         }
         after.extend(r.offered);
-        if after.len() == 221 {
+        if after.len() == expected {
             break;
         }
     }
     assert_eq!(
         after.len(),
-        221,
-        "every earlier token and every newcomer offered once"
+        expected,
+        "every earlier token not yet offered, and every newcomer, offered once"
     );
     assert!(
         after.windows(2).all(|w| w[0] < w[1]),
         "relative order kept: {after:?}"
     );
     assert_eq!(
-        after[200], newcomer.claims.seq,
+        after[200 - offered_before.len()],
+        newcomer.claims.seq,
         "the newcomer after every earlier token"
     );
-    assert!(reissued > 0);
     let per_ticket: HashSet<String> =
         h.db.sessions(&h.event)
             .into_iter()
@@ -255,6 +271,64 @@ async fn flushall_mid_queue_recovers() {
         per_ticket.len(),
         h.db.sessions(&h.event).len(),
         "one session per ticket"
+    );
+    drop(own);
+}
+
+/// The pre-queue's frontier survives a wipe too: pre-queue tickets offered before it are told
+/// their turn passed, and the rest come back in their seeded order, ahead of later arrivals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushall_keeps_the_pre_queue_frontier() {
+    let own = ThrowawayRedis::start();
+    wait_for(&own.url).await;
+    let clock = support::clock_for(Kind::Redis);
+    let opens = clock.now_ms() + 5_000;
+    let h = Harness::with(Kind::Redis, "pq-flush", clock, own.url.clone(), |c| {
+        c.rate_per_min = 600;
+        c.max_active = 1_000;
+        c.offer_s = 60;
+        c.opens_at = support::at(opens);
+    })
+    .await;
+    let pre = h.join_n(100).await;
+    assert!(pre.iter().all(|j| j.claims.pre_queue));
+    h.advance(Duration::from_secs(6)).await;
+    let mut offered_before = Vec::new();
+    for _ in 0..20 {
+        h.advance(TICK).await;
+        offered_before.extend(h.tick().await.offered);
+    }
+    assert!(
+        (5..100).contains(&offered_before.len()),
+        "{} offered",
+        offered_before.len()
+    );
+
+    flushall(&own.url).await;
+    let newcomer = h.join().await;
+    for j in &pre {
+        let st = h.adm.status(&j.claims).await.expect("status");
+        let expected = if offered_before.contains(&j.claims.seq) {
+            QueueStatus::OfferLapsed
+        } else {
+            QueueStatus::Waiting
+        };
+        assert_eq!(st.status, expected, "ticket {}: {st:?}", j.claims.seq);
+    }
+    let mut after = Vec::new();
+    for _ in 0..2_000 {
+        h.advance(TICK).await;
+        after.extend(h.tick().await.offered);
+        if after.len() == 101 - offered_before.len() {
+            break;
+        }
+    }
+    assert_eq!(after.len(), 101 - offered_before.len());
+    assert!(after.iter().all(|s| !offered_before.contains(s)));
+    assert_eq!(
+        after.last(),
+        Some(&newcomer.claims.seq),
+        "the pre-queue first, then the newcomer"
     );
     drop(own);
 }

@@ -137,6 +137,8 @@ impl AdmissionDb for StoreAdmissionDb {
             epoch: c.epoch,
             join_seq: count(c.join_seq),
             served: count(c.served),
+            fifo_through: count(c.fifo_through),
+            prequeue_through: c.prequeue_through,
         }))
     }
 
@@ -145,6 +147,8 @@ impl AdmissionDb for StoreAdmissionDb {
             epoch: checkpoint.epoch.clone(),
             join_seq: i64::try_from(checkpoint.join_seq).unwrap_or(i64::MAX),
             served: i64::try_from(checkpoint.served).unwrap_or(i64::MAX),
+            fifo_through: i64::try_from(checkpoint.fifo_through).unwrap_or(i64::MAX),
+            prequeue_through: checkpoint.prequeue_through,
         };
         self.store
             .save_checkpoint(&event_id(event)?, &saved)

@@ -88,11 +88,15 @@ impl AdmissionPatch {
 }
 
 /// The durable trace of an event's queue.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct QueueCheckpoint {
     pub epoch: String,
     pub join_seq: i64,
     pub served: i64,
+    /// The FIFO place served through.
+    pub fifo_through: i64,
+    /// The pre-queue rank of the last pre-queue ticket offered.
+    pub prequeue_through: Option<f64>,
 }
 
 impl Store {
@@ -205,11 +209,10 @@ impl Store {
     }
 
     pub async fn load_checkpoint(&self, event: &EventId) -> Result<Option<QueueCheckpoint>, Error> {
-        Ok(sqlx::query_as::<_, QueueCheckpoint>(
-            self.sql(
-                "select epoch, join_seq, served from admission_checkpoints where event_id = $1",
-            ),
-        )
+        Ok(sqlx::query_as::<_, QueueCheckpoint>(self.sql(
+            "select epoch, join_seq, served, fifo_through, prequeue_through \
+                 from admission_checkpoints where event_id = $1",
+        ))
         .bind(event.as_str())
         .fetch_optional(&self.pool)
         .await?)
@@ -223,18 +226,29 @@ impl Store {
         checkpoint: &QueueCheckpoint,
     ) -> Result<(), Error> {
         sqlx::query(self.sql(
-            "insert into admission_checkpoints (event_id, epoch, join_seq, served) values ($1, $2, $3, $4) \
+            "insert into admission_checkpoints \
+             (event_id, epoch, join_seq, served, fifo_through, prequeue_through) \
+             values ($1, $2, $3, $4, $5, $6) \
              on conflict (event_id) do update set \
              join_seq = case when admission_checkpoints.epoch = excluded.epoch \
                 then GREATEST(admission_checkpoints.join_seq, excluded.join_seq) else excluded.join_seq end, \
              served = case when admission_checkpoints.epoch = excluded.epoch \
                 then GREATEST(admission_checkpoints.served, excluded.served) else excluded.served end, \
+             fifo_through = case when admission_checkpoints.epoch = excluded.epoch \
+                then GREATEST(admission_checkpoints.fifo_through, excluded.fifo_through) \
+                else excluded.fifo_through end, \
+             prequeue_through = case when admission_checkpoints.epoch = excluded.epoch \
+                then nullif(GREATEST(coalesce(admission_checkpoints.prequeue_through, -1), \
+                    coalesce(excluded.prequeue_through, -1)), -1) \
+                else excluded.prequeue_through end, \
              epoch = excluded.epoch, updated_at = NOW",
         ))
         .bind(event.as_str())
         .bind(&checkpoint.epoch)
         .bind(checkpoint.join_seq)
         .bind(checkpoint.served)
+        .bind(checkpoint.fifo_through)
+        .bind(checkpoint.prequeue_through)
         .execute(&self.pool)
         .await?;
         Ok(())

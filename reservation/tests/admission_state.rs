@@ -83,31 +83,42 @@ async fn story(store: Store) {
     assert_eq!((seats.available, seats.held_or_paying), (4, 0));
 
     assert!(store.load_checkpoint(&event).await.unwrap().is_none());
-    let cp = |epoch: &str, join_seq, served| QueueCheckpoint {
+    let cp = |epoch: &str, join_seq, served, prequeue_through| QueueCheckpoint {
         epoch: epoch.into(),
         join_seq,
         served,
+        fifo_through: join_seq - 1,
+        prequeue_through,
     };
     store
-        .save_checkpoint(&event, &cp("e1", 10, 4))
+        .save_checkpoint(&event, &cp("e1", 10, 4, Some(0.625)))
         .await
         .unwrap();
     store
-        .save_checkpoint(&event, &cp("e1", 8, 3))
+        .save_checkpoint(&event, &cp("e1", 8, 3, None))
         .await
         .unwrap();
     assert_eq!(
         store.load_checkpoint(&event).await.unwrap(),
-        Some(cp("e1", 10, 4)),
-        "a late writer cannot pull it back"
+        Some(cp("e1", 10, 4, Some(0.625))),
+        "a late writer cannot pull it back, nor forget the pre-queue frontier"
     );
     store
-        .save_checkpoint(&event, &cp("e2", 2, 1))
+        .save_checkpoint(&event, &cp("e1", 10, 4, Some(0.75)))
         .await
         .unwrap();
     assert_eq!(
         store.load_checkpoint(&event).await.unwrap(),
-        Some(cp("e2", 2, 1)),
+        Some(cp("e1", 10, 4, Some(0.75))),
+        "the pre-queue frontier moves forward"
+    );
+    store
+        .save_checkpoint(&event, &cp("e2", 2, 1, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_checkpoint(&event).await.unwrap(),
+        Some(cp("e2", 2, 1, None)),
         "a new epoch starts over"
     );
 

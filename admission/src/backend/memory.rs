@@ -33,6 +33,8 @@ struct EventQueue {
     keys: HashMap<String, (u64, bool)>,
     served: u64,
     lapsed: u64,
+    /// The pre-queue rank of the last pre-queue ticket offered.
+    pq_through: Option<f64>,
     /// Rate given back by lapsed offers (at most one second's worth).
     credit: u64,
     meter: Option<(u32, Meter)>,
@@ -217,7 +219,14 @@ impl MemoryQueue {
                 {
                     budget -= 1;
                     let seq = match q.z.pop_first() {
-                        Some((_, seq)) => seq,
+                        Some((bits, seq)) => {
+                            // Pre-queue ranks lie in [0, 1); returned places score their seq.
+                            let rank = f64::from_bits(bits);
+                            if rank < 1.0 {
+                                q.pq_through = Some(rank);
+                            }
+                            seq
+                        }
                         None => {
                             let next = q.cursor.unwrap_or(0) + 1;
                             q.cursor = Some(next);
@@ -241,6 +250,7 @@ impl MemoryQueue {
                 lapsed: q.lapsed,
                 epoch: ep,
                 now: clock.now_ms().max(now),
+                pq_through: q.pq_through,
                 offered,
             }
         }))

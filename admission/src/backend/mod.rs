@@ -6,7 +6,9 @@
 //! - a sorted set `z` ahead of that range: pre-queue tickets scored by their seeded rank, and
 //!   tokens that came back after a Redis loss, scored by their old place;
 //! - open offers with their expiry, claims in flight, claimed tickets;
-//! - the served counter, the lapsed counter and the meter's GCRA state.
+//! - the served counter, the lapsed counter and the meter's GCRA state;
+//! - the served frontier of the pre-queue (the rank of the last pre-queue ticket offered) and,
+//!   after a loss, the frontiers restored from the checkpoint.
 
 pub(crate) mod memory;
 pub(crate) mod redis;
@@ -101,6 +103,8 @@ pub(crate) struct TickOutcome {
     pub lapsed: u64,
     pub epoch: String,
     pub now: UnixMs,
+    /// The pre-queue rank of the last pre-queue ticket offered; `None` before any.
+    pub pq_through: Option<f64>,
 }
 
 pub(crate) struct RecoverArgs<'a> {
@@ -110,6 +114,9 @@ pub(crate) struct RecoverArgs<'a> {
     /// Offers wait this long after the loss so returning tokens re-register first.
     pub grace_ms: i64,
     pub opens_at_ms: UnixMs,
+    /// The served frontiers saved before the loss: a ticket behind them does not come back.
+    pub fifo_floor: u64,
+    pub pq_floor: Option<f64>,
 }
 
 /// How long a claim in flight keeps its slot: covers a tick that read the active-session count

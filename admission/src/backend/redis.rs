@@ -47,10 +47,10 @@ pub(crate) struct RedisQueue {
 const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The keys of one event, in the order the scripts' prelude names them.
-fn keys(event: &str) -> [String; 14] {
+fn keys(event: &str) -> [String; 16] {
     let names = [
         "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
-        "grace", "credit",
+        "grace", "credit", "pqf", "floor",
     ];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
 }
@@ -288,6 +288,8 @@ impl RedisQueue {
             lapsed: u64,
             epoch: String,
             now: i64,
+            /// Redis's own rendering of the score: a JSON number would lose digits.
+            pq_through: String,
         }
         let argv = [
             args.opens_at_ms.to_string(),
@@ -321,6 +323,15 @@ impl RedisQueue {
             lapsed: r.lapsed,
             epoch: r.epoch,
             now: r.now,
+            pq_through: if r.pq_through.is_empty() {
+                None
+            } else {
+                Some(
+                    r.pq_through
+                        .parse::<f64>()
+                        .map_err(|e| BackendError::Reply(e.to_string()))?,
+                )
+            },
         })
     }
 
@@ -353,6 +364,8 @@ impl RedisQueue {
             args.served_floor.to_string(),
             args.grace_ms.to_string(),
             args.opens_at_ms.to_string(),
+            args.fifo_floor.to_string(),
+            args.pq_floor.map(|f| f.to_string()).unwrap_or_default(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.recover, event, now, &argv).await?)?;
         Ok(r.created)

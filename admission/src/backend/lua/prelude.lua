@@ -1,7 +1,8 @@
 -- Every script gets the same keys, all under one {hash tag} (one Cluster slot per event).
 local K = {ep = KEYS[1], seq = KEYS[2], cur = KEYS[3], z = KEYS[4], offers = KEYS[5],
   pending = KEYS[6], adm = KEYS[7], rr = KEYS[8], tk = KEYS[9], served = KEYS[10],
-  tat = KEYS[11], lapsed = KEYS[12], grace = KEYS[13], credit = KEYS[14]}
+  tat = KEYS[11], lapsed = KEYS[12], grace = KEYS[13], credit = KEYS[14], pqf = KEYS[15],
+  floor = KEYS[16]}
 -- One clock for every instance: Redis TIME, unless a test steers it through ARGV[1].
 local now = tonumber(ARGV[1])
 if now < 0 then

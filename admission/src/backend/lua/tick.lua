@@ -55,9 +55,15 @@ if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0
     local expires = now + offer_ms
     if zc > 0 then
       local popped = redis.call('ZPOPMIN', K.z, math.min(k, zc))
+      local front = nil
       for i = 1, #popped, 2 do
         offered[#offered + 1] = popped[i]
         redis.call('ZADD', K.offers, expires, popped[i])
+        -- Pre-queue ranks lie in [0, 1); returned FIFO places are scored by their sequence.
+        if tonumber(popped[i + 1]) < 1 then front = popped[i + 1] end
+      end
+      if front and tonumber(front) > tonumber(redis.call('GET', K.pqf) or '-1') then
+        redis.call('SET', K.pqf, front)
       end
       zc = zc - #popped / 2
     end
@@ -74,4 +80,5 @@ if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0
 end
 -- Open offers exclude claims in flight: those are (or are about to be) active sessions.
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
-  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now})
+  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now,
+  pq_through = redis.call('GET', K.pqf) or ''})

@@ -18,7 +18,16 @@ end
 if redis.call('SISMEMBER', K.adm, m) == 1 or redis.call('ZSCORE', K.pending, m) then
   return cjson.encode({s = 'claimed', now = now})
 end
-if ARGV[5] ~= ep and redis.call('SADD', K.rr, m) == 1 then
+-- A ticket behind the frontiers saved before a loss was offered then (and lapsed, or was
+-- claimed: the database knows): it does not come back ahead of the line.
+local function behind_floor()
+  if ARGV[3] == '1' then
+    local pq = redis.call('HGET', K.floor, 'pq')
+    return pq ~= false and tonumber(ARGV[4]) <= tonumber(pq)
+  end
+  return seq <= tonumber(redis.call('HGET', K.floor, 'fifo') or '0')
+end
+if ARGV[5] ~= ep and not behind_floor() and redis.call('SADD', K.rr, m) == 1 then
   -- Redis lost this place; the token brings it back at its old relative order, ahead of every
   -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
   local score = ARGV[3] == '1' and ARGV[4] or m
