@@ -333,9 +333,21 @@ impl Admission {
         let (handle, _) = self.known(event).await?;
         let snap = handle.feed.borrow().clone();
         if snap.public.body.is_empty() {
-            return Ok(crate::public::render(&snap, None));
+            return Ok(crate::public::render(&snap));
         }
         Ok(snap.public.clone())
+    }
+
+    /// A pre-queue ticket's rank in the permutation, from the seed this instance already holds
+    /// (no backend or database call); `None` for a FIFO ticket or an event not seen yet.
+    /// Compared with the snapshot's pre-queue frontier it tells whether the turn has come.
+    pub fn pre_rank(&self, claims: &QueueClaims) -> Option<f64> {
+        if !claims.pre_queue {
+            return None;
+        }
+        let handle = self.lookup(&claims.event)?;
+        let control = lock(&handle.control).clone()?;
+        Some(fairness::pre_score(&control.seed, &claims.ticket_id))
     }
 
     /// Whether the queue backend answers (always, in memory): for readiness, asked by one

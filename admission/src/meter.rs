@@ -145,7 +145,7 @@ impl Admission {
         handle.feed.send_if_modified(|current| {
             let moved = !current.same_queue(&snapshot);
             if moved {
-                snapshot.public = crate::public::render(&snapshot, None);
+                snapshot.public = crate::public::render(&snapshot);
                 *current = std::sync::Arc::new(snapshot.clone());
             }
             moved

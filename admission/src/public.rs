@@ -69,8 +69,8 @@ pub(crate) fn retry_after_s(state: EventState) -> u64 {
     }
 }
 
-/// Serializes `snapshot` for every poller. `prequeue_served_through` is the pre-queue frontier.
-pub(crate) fn render(snapshot: &Snapshot, prequeue_served_through: Option<f64>) -> Public {
+/// Serializes `snapshot` for every poller.
+pub(crate) fn render(snapshot: &Snapshot) -> Public {
     let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(snapshot.at_ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
@@ -82,7 +82,7 @@ pub(crate) fn render(snapshot: &Snapshot, prequeue_served_through: Option<f64>) 
         at,
         epoch: &snapshot.epoch,
         fifo_served_through: snapshot.cursor,
-        prequeue_served_through,
+        prequeue_served_through: snapshot.prequeue_served_through,
         prequeue_left: snapshot.ahead_of_fifo,
         waiting: snapshot.waiting,
         served: snapshot.served,

@@ -350,10 +350,21 @@ async fn push(buyer: &Buyer, snapshot: &Snapshot, told: &mut Told, socket: &mut 
         .then(|| snapshot.position_hint(claims))
         .flatten();
     let sold_out = snapshot.state == EventState::SoldOut;
+    // A pre-queue ticket behind the pre-queue's served frontier has not been offered: told
+    // "sold out" from the snapshot like everyone else, with no backend call per socket.
+    let unreached = hint.is_some()
+        || (sold_out
+            && claims.pre_queue
+            && snapshot.epoch == claims.epoch
+            && buyer.admission.pre_rank(claims).is_some_and(|rank| {
+                snapshot
+                    .prequeue_served_through
+                    .is_none_or(|frontier| rank > frontier)
+            }));
     if let Some(status) = event_status {
         // Sold out can be a moment (lapsed holds give seats back): a ticket whose turn may
         // have come hears about its offer first, so offers are not skipped in queue order.
-        if !sold_out || hint.is_some() {
+        if !sold_out || unreached {
             // A pause keeps the line: the place (and its chance) go with the news.
             let place = hint
                 .filter(|_| status == "paused")
