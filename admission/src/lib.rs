@@ -38,6 +38,7 @@ mod turn;
 pub mod testing;
 
 pub use admission::{Admission, Admitted, Joined, MeterFigures};
+pub use chance::SeatModel;
 pub use clock::{Clock, UnixMs};
 pub use config::AdmissionConfig;
 pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
@@ -45,7 +46,6 @@ pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
 pub use meter::TickReport;
 pub use pressure::Pressure;
-pub use chance::SeatModel;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
 pub use status::{QueueStatus, Status};

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
+use crate::chance::SeatCounts;
 use crate::db::{Checkpoint, Control};
 use crate::error::AdmissionError;
-use crate::chance::SeatCounts;
 use crate::snapshot::{EventState, Snapshot};
 
 /// What one tick did: the offers it made (join sequences, in queue order) and the snapshot.

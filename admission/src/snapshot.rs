@@ -97,9 +97,7 @@ impl Snapshot {
         match self.state {
             EventState::SoldOut => Some(0.0),
             EventState::Closed | EventState::PreQueue => None,
-            EventState::Open | EventState::Paused => {
-                self.seat_model.map(|m| m.chance(position))
-            }
+            EventState::Open | EventState::Paused => self.seat_model.map(|m| m.chance(position)),
         }
     }
 

@@ -160,7 +160,10 @@ mod tests {
         assert!(rough_lo < steady_lo && rough_hi > steady_hi);
         // Out of bounds spreads are clamped: the slow end stays finite.
         let (_, _, wild_hi) = wait_estimate(999, Some(600.0), 5.0).expect("known");
-        assert!((500..=501).contains(&wild_hi), "{wild_hi}: five times the point at most");
+        assert!(
+            (500..=501).contains(&wild_hi),
+            "{wild_hi}: five times the point at most"
+        );
         for position in [0, 1, 7, 100] {
             for per_min in [1.0, 60.0, 6_000.0, 600_000.0] {
                 let (_, lo, hi) = wait_estimate(position, Some(per_min), 0.1).expect("known");
@@ -185,13 +188,33 @@ mod tests {
     fn a_fast_queue_shortens_the_poll_interval() {
         // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
         // poller is told to come back within 8 s rather than the 32 s its place alone gives.
-        let slow = build(QueueStatus::Waiting, Some(3000), Some(&flowing(60.0, 0.1)), None);
+        let slow = build(
+            QueueStatus::Waiting,
+            Some(3000),
+            Some(&flowing(60.0, 0.1)),
+            None,
+        );
         assert_eq!(slow.retry_after_s, 32);
-        let far = build(QueueStatus::Waiting, Some(400_000), Some(&flowing(60.0, 0.1)), None);
+        let far = build(
+            QueueStatus::Waiting,
+            Some(400_000),
+            Some(&flowing(60.0, 0.1)),
+            None,
+        );
         assert_eq!(far.retry_after_s, 120);
-        let fast = build(QueueStatus::Waiting, Some(3000), Some(&flowing(9000.0, 0.1)), None);
+        let fast = build(
+            QueueStatus::Waiting,
+            Some(3000),
+            Some(&flowing(9000.0, 0.1)),
+            None,
+        );
         assert_eq!(fast.retry_after_s, 8);
-        let front = build(QueueStatus::Waiting, Some(0), Some(&flowing(9000.0, 0.1)), None);
+        let front = build(
+            QueueStatus::Waiting,
+            Some(0),
+            Some(&flowing(9000.0, 0.1)),
+            None,
+        );
         assert_eq!(front.retry_after_s, 1);
     }
 }

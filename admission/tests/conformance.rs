@@ -217,7 +217,11 @@ async fn pause_resume(kind: Kind) {
     let newcomer = h.join().await;
     assert_eq!(newcomer.status, QueueStatus::Paused);
     let waiting = 100 - before.len() as u64;
-    assert_eq!(newcomer.position, Some(waiting), "everyone waiting is ahead");
+    assert_eq!(
+        newcomer.position,
+        Some(waiting),
+        "everyone waiting is ahead"
+    );
     let st = h.adm.status(&newcomer.claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::Paused);
     assert_eq!(st.position, Some(waiting));
@@ -478,10 +482,7 @@ async fn sold_out(kind: Kind) {
     let h = Harness::new(kind, "soldout", |c| c.max_active = 10_000).await;
     let joined = h.join_n(50).await;
     h.run(10, TICK).await;
-    h.db.set_availability(
-        &h.event,
-        Availability::default(),
-    );
+    h.db.set_availability(&h.event, Availability::default());
     assert!(h.run(20, TICK).await.is_empty(), "no offers when sold out");
     assert_eq!(h.tick().await.snapshot.state, EventState::SoldOut);
     let last = joined.last().expect("joined");
@@ -576,7 +577,10 @@ async fn public_snapshot(kind: Kind) {
     h.run(200, TICK).await;
     let published = h.adm.subscribe(&h.event).borrow().clone();
     let public = h.adm.public_snapshot(&h.event).await.expect("public");
-    assert_eq!(public.body, published.public.body, "the published bytes, not new ones");
+    assert_eq!(
+        public.body, published.public.body,
+        "the published bytes, not new ones"
+    );
     assert!(public.etag.starts_with('"') && public.etag.ends_with('"'));
     let body: serde_json::Value = serde_json::from_slice(&public.body).expect("json");
     for field in [
@@ -592,7 +596,10 @@ async fn public_snapshot(kind: Kind) {
         assert!(body.get(field).is_some(), "{field} missing from {body}");
     }
     assert_eq!(body["state"], "open");
-    assert_eq!(body["seats_per_buyer"], 2.0, "the per-buyer limit before any data");
+    assert_eq!(
+        body["seats_per_buyer"], 2.0,
+        "the per-buyer limit before any data"
+    );
 
     for j in [&joined[250], &joined[299]] {
         let claims = &j.claims;
@@ -601,7 +608,10 @@ async fn public_snapshot(kind: Kind) {
             - 1;
         let st = h.adm.status(claims).await.expect("status");
         assert_eq!(st.position, Some(place), "{body}");
-        assert_eq!(published.wait_estimate(place).map(|w| (w.1, w.2)), st.estimated_wait_range_s);
+        assert_eq!(
+            published.wait_estimate(place).map(|w| (w.1, w.2)),
+            st.estimated_wait_range_s
+        );
         let (lo, hi) = st.estimated_wait_range_s.expect("outflow measured");
         assert!(lo < hi);
         let chance = published.seat_chance(place);

@@ -122,7 +122,9 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
     assert_eq!(status["position"], place_of(&body, &last.queue_token));
     let chance = status["seat_chance"].as_f64().expect("a chance");
     assert!((0.0..=1.0).contains(&chance), "{status}");
-    let range = status["estimated_wait_range_s"].as_array().expect("a range");
+    let range = status["estimated_wait_range_s"]
+        .as_array()
+        .expect("a range");
     assert!(range[0].as_u64() < range[1].as_u64(), "{status}");
 
     // Unknown events: 404 problem+json, and the snapshot of one costs nothing lasting.
@@ -134,7 +136,10 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
 async fn a_pause_keeps_the_line_and_an_offer_made_before_it() {
     let app = spawn_app(Backends::Embedded).await;
     let event = app
-        .create_event(20, json!({"rate_per_min": 1, "max_active": 1000, "offer_s": 60}))
+        .create_event(
+            20,
+            json!({"rate_per_min": 1, "max_active": 1000, "offer_s": 60}),
+        )
         .await;
     let first = app.join_queue(&event).await;
     app.poll_until(&first, "offered").await;
@@ -144,7 +149,10 @@ async fn a_pause_keeps_the_line_and_an_offer_made_before_it() {
 
     let during = app.join_queue_raw(&event).await.expect(201);
     assert_eq!(during.body["status"], "paused", "{during:?}");
-    assert_eq!(during.body["position"], 1, "behind the buyer already waiting");
+    assert_eq!(
+        during.body["position"], 1,
+        "behind the buyer already waiting"
+    );
     let st = app.queue_status(&second).await.expect(200);
     assert_eq!(st.body["status"], "paused");
     assert_eq!(st.body["position"], 0);
@@ -164,7 +172,10 @@ async fn the_socket_says_range_and_chance_then_sold_out() {
         .await;
     let buyer = app.join_queue(&event).await;
     let offered = app.poll_until(&buyer, "offered").await;
-    assert!(offered.body["seat_chance"].as_f64().is_some(), "{offered:?}");
+    assert!(
+        offered.body["seat_chance"].as_f64().is_some(),
+        "{offered:?}"
+    );
     let waiting = app.join_queue(&event).await;
     let mut socket = app.open_socket(&waiting).await;
     let frame = socket.next_of("position").await;
@@ -174,7 +185,10 @@ async fn the_socket_says_range_and_chance_then_sold_out() {
     assert!((0.0..=1.0).contains(&chance), "{frame}");
 
     let admitted = app.claim(&buyer).await;
-    let held = app.hold(&admitted, &[support::buyer::seat(1)]).await.expect(201);
+    let held = app
+        .hold(&admitted, &[support::buyer::seat(1)])
+        .await
+        .expect(201);
     let hold = held.str("hold_id");
     app.checkout(&admitted, &hold, "pm_card_visa", "key-1")
         .await

@@ -163,8 +163,12 @@ impl Place {
     /// unknown), so a frame is sent only when one of them changed.
     fn said(&self) -> u64 {
         const UNKNOWN_WAIT: u64 = (1 << 48) - 1;
-        let wait = self.wait.map_or(UNKNOWN_WAIT, |w| w.0.min(UNKNOWN_WAIT - 1));
-        let chance = self.chance.map_or(255, |c| (c * 100.0).round().clamp(0.0, 100.0) as u64);
+        let wait = self
+            .wait
+            .map_or(UNKNOWN_WAIT, |w| w.0.min(UNKNOWN_WAIT - 1));
+        let chance = self
+            .chance
+            .map_or(255, |c| (c * 100.0).round().clamp(0.0, 100.0) as u64);
         (wait << 8) | chance
     }
 
