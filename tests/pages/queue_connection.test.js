@@ -81,9 +81,12 @@ test('without WebSockets the page polls the snapshot (the status only at its tur
     const path = new URL(res.url()).pathname;
     const kind = /\/queue\/status$/.test(path) ? 'status' : /\/queue\/snapshot$/.test(path) ? 'snapshot' : null;
     if (res.request().method() !== 'GET' || !kind) return;
-    let body = res.status() === 304 ? lastSnapshot : await res.json();
+    const notModified = res.status() === 304;
+    const body = notModified ? lastSnapshot : await res.json().catch(() => null);
+    if (!body) return;
     if (kind === 'snapshot') lastSnapshot = body;
-    await res.finished();
+    // A 304 has no body to finish.
+    if (!notModified) await res.finished().catch(() => null);
     const t = res.request().timing();
     const token = (await stored(page, event).catch(() => null))?.token;
     const retry = kind === 'status' ? body.retry_after_s : token ? snapshotRetry(body, token) : null;
