@@ -1,15 +1,18 @@
-// The buyer's live line to the queue: a WebSocket while it works, polling the status
-// endpoint (at the server's `retry_after_s`) whenever it does not, and reconnection with
-// jittered backoff. The token, not the socket, holds the place, so reconnecting resumes it.
+// The buyer's live line to the queue: a WebSocket while it works, polling the public queue
+// snapshot (at its `retry_after_s`, longer far back) whenever it does not, and reconnection
+// with jittered backoff. The page computes its place, wait and chance from the snapshot and
+// its own token; it asks its per-token status only when the turn may have come. The token,
+// not the socket, holds the place, so reconnecting resumes it.
 
 import { request } from './api.js';
+import { nextReadS, preScore, tokenClaims, updateFromSnapshot, waitEstimate } from './queue-snapshot.js';
 
 const MAX_BACKOFF_MS = 30000;
 
 export class QueueLink {
   /**
    * onUpdate(update) receives normalized updates:
-   *   {type:'position', position, estimated_wait_s, estimated_wait_range_s?}
+   *   {type:'position', position, estimated_wait_s, estimated_wait_range_s?, seat_chance?, seats_left?}
    *   {type:'offered', offer_expires_in_s} · {type:'admitted', admission_token, session_expires_at}
    *   {type:'status', status} · {type:'error', code}
    * onConnection(mode) receives 'live' | 'reconnecting' | 'polling'.
@@ -25,6 +28,10 @@ export class QueueLink {
     this.pollTimer = null;
     this.wsTimer = null;
     this.lastPushAt = 0;
+    this.claims = tokenClaims(token);
+    this.snapshot = null;
+    this.etag = null;
+    this.score = undefined;
   }
 
   start() {
@@ -148,18 +155,33 @@ export class QueueLink {
     this.pollTimer = setTimeout(() => this.poll(), Math.max(0.5, seconds) * 1000 * jitter);
   }
 
-  /** One status read; schedules the next one only while the socket is down. */
+  /**
+   * One read of the public snapshot (a 304 reuses the last one); the per-token status only
+   * when the snapshot cannot tell. Schedules the next read only while the socket is down.
+   */
   async poll() {
     if (this.stopped) return;
     let next = 5;
     const sentAt = performance.now();
     try {
-      const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/queue/status`, {
-        token: this.token,
-      });
-      next = Number(body.retry_after_s) || 5;
+      const base = `/api/events/${encodeURIComponent(this.event)}`;
+      const read = await request('GET', `${base}/queue/snapshot`, { etag: this.etag });
+      if (read.status !== 304 || !this.snapshot) {
+        this.snapshot = read.body;
+        this.etag = read.headers.get('ETag');
+      }
+      const snap = this.snapshot;
+      let update = updateFromSnapshot(snap, this.claims, await this.preQueueScore(snap));
+      if (update) {
+        const estimate = update.type === 'position' ? waitEstimate(snap, update.position) : null;
+        next = nextReadS(snap, update.position, estimate);
+      } else {
+        const { body } = await request('GET', `${base}/queue/status`, { token: this.token });
+        next = Number(body.retry_after_s) || 5;
+        update = statusToUpdate(body);
+      }
       // A socket message that arrived while this answer travelled is newer news: keep it.
-      if (!(this.lastPushAt > sentAt) && !this.stopped) this.onUpdate(statusToUpdate(body));
+      if (!(this.lastPushAt > sentAt) && !this.stopped) this.onUpdate(update);
     } catch (err) {
       if (err.status === 401 || err.status === 403 || err.status === 404) {
         if (!this.stopped) this.onUpdate({ type: 'error', code: err.code });
@@ -168,6 +190,20 @@ export class QueueLink {
       next = err.retryAfterS || 5;
     }
     if (!this.isLive()) this.schedulePoll(next);
+  }
+
+  /** A pre-queue ticket's score, once the seed is revealed at opening (asked once). */
+  async preQueueScore(snap) {
+    if (!this.claims?.pre || !snap?.opened) return null;
+    if (this.score === undefined) {
+      try {
+        const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/fairness`);
+        this.score = body?.seed ? await preScore(body.seed, this.claims.ticket) : null;
+      } catch {
+        return null;
+      }
+    }
+    return this.score;
   }
 }
 
@@ -180,10 +216,11 @@ export function statusToUpdate(body) {
         position: body.position,
         estimated_wait_s: body.estimated_wait_s,
         estimated_wait_range_s: body.estimated_wait_range_s,
+        seat_chance: body.seat_chance,
       };
     case 'offered':
       return { type: 'offered', offer_expires_in_s: body.offer_expires_in_s };
     default:
-      return { type: 'status', status: body.status, position: body.position };
+      return { type: 'status', status: body.status, position: body.position, seat_chance: body.seat_chance };
   }
 }

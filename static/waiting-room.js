@@ -2,7 +2,7 @@
 // and its claim. After the claim, checkout.js takes over (seats, hold, payment).
 
 import { requestPatiently, newKey } from './api.js';
-import { messageFor, retrying } from './messages.js';
+import { messageFor, retrying, chanceWords } from './messages.js';
 import { t, number, translatePage, mountSwitcher } from './i18n.js';
 import { TurnAlerts } from './turn-alerts.js';
 import { Announcer } from './announce.js';
@@ -20,6 +20,7 @@ let info = null;
 let link = null;
 let ticker = null;
 let paused = false;
+let seatsLeft;
 let lastOfferCheck = 0;
 let offerDeadline = null;
 
@@ -206,7 +207,7 @@ function onStatus(status, msg) {
     if (currentView() !== 'waiting') show('waiting');
   } else if (status === 'paused') {
     paused = true;
-    if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null });
+    if (typeof msg.position === 'number') showPosition({ position: msg.position, estimated_wait_s: null, seat_chance: msg.seat_chance });
     else show('waiting');
     $('paused-banner').hidden = false;
     setText('wait', t('waiting.unknownPaused'));
@@ -243,9 +244,14 @@ function showPosition(msg) {
   setText('position', position === 0 ? t('waiting.next') : number(position));
   const range = paused ? null : waitRange(msg.estimated_wait_s, msg.estimated_wait_range_s);
   setText('wait', range ?? t(paused ? 'waiting.unknownPaused' : 'waiting.unknown'));
+  if (typeof msg.seats_left === 'number') seatsLeft = msg.seats_left;
+  const chance = chanceWords(msg.seat_chance, seatsLeft ?? info?.seats_left, position);
+  setText('chance', chance);
   // Announce politely, but not at every tick: a screen reader user needs calm updates.
   positionNews.say(
-    position === 0 ? t('waiting.announceNext') : t('waiting.announce', { n: position, wait: range ?? t('waiting.unknown') }),
+    position === 0
+      ? t('waiting.announceNext')
+      : `${t('waiting.announce', { n: position, wait: range ?? t('waiting.unknown') })} ${t('chance.announce', { words: chance })}`,
     { urgent: position === 0 },
   );
 }

@@ -244,7 +244,7 @@ impl Admission {
             EventState::Closed => return Err(AdmissionError::QueueClosed),
             EventState::SoldOut => return Err(AdmissionError::SoldOut),
             _ if control.closed => return Err(AdmissionError::QueueClosed),
-            _ if control.paused => return Err(AdmissionError::QueuePaused),
+            // A pause stops offers, not the line: joining during one gets a place.
             _ => {}
         }
         let ticket_id = match key {
@@ -286,10 +286,11 @@ impl Admission {
             let pos = snap.position_hint(&claims);
             match snap.state {
                 EventState::Paused => (QueueStatus::Paused, pos),
+                _ if control.paused => (QueueStatus::Paused, pos),
                 _ => (QueueStatus::Waiting, pos),
             }
         };
-        let est = status::build(status, position, snap.outflow_per_min, None);
+        let est = status::build(status, position, Some(&snap), None);
         Ok(Joined {
             queue_token,
             ticket_id,
@@ -323,6 +324,30 @@ impl Admission {
             ep: snap.epoch.clone(),
             now: self.now(),
         }))
+    }
+
+    /// The public snapshot of a known event: the bytes the last published tick serialized
+    /// (serialized here only before this instance's first tick of the event). An unknown event
+    /// is refused and leaves nothing behind, as `known` says.
+    pub async fn public_snapshot(&self, event: &str) -> Result<crate::Public, AdmissionError> {
+        let (handle, _) = self.known(event).await?;
+        let snap = handle.feed.borrow().clone();
+        if snap.public.body.is_empty() {
+            return Ok(crate::public::render(&snap));
+        }
+        Ok(snap.public.clone())
+    }
+
+    /// A pre-queue ticket's rank in the permutation, from the seed this instance already holds
+    /// (no backend or database call); `None` for a FIFO ticket or an event not seen yet.
+    /// Compared with the snapshot's pre-queue frontier it tells whether the turn has come.
+    pub fn pre_rank(&self, claims: &QueueClaims) -> Option<f64> {
+        if !claims.pre_queue {
+            return None;
+        }
+        let handle = self.lookup(&claims.event)?;
+        let control = lock(&handle.control).clone()?;
+        Some(fairness::pre_score(&control.seed, &claims.ticket_id))
     }
 
     /// Whether the queue backend answers (always, in memory): for readiness, asked by one

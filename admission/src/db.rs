@@ -30,6 +30,9 @@ pub struct Control {
     pub opens_at: OffsetDateTime,
     /// `events.fairness_seed`: keys the pre-queue permutation; revealed at opening.
     pub seed: String,
+    /// `events.max_seats_per_hold`: the most one buyer can take, the prior of "seats per
+    /// buyer" before any buyer has finished.
+    pub max_seats_per_buyer: u32,
 }
 
 /// A durable admission session (`admission_sessions`, unique per event and ticket).
@@ -54,11 +57,15 @@ pub struct Checkpoint {
     pub prequeue_through: Option<f64>,
 }
 
-/// Seat counts that decide "sold out": nothing available and nothing held or paying.
+/// Seat counts that decide "sold out" (nothing available and nothing held or paying) and feed
+/// the chance of a seat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Availability {
     pub available: u64,
     pub held_or_paying: u64,
+    pub sold: u64,
+    /// Live holds (held or paying): the sessions that have already taken their seats.
+    pub live_holds: u64,
 }
 
 impl Availability {

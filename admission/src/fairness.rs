@@ -60,6 +60,13 @@ mod tests {
         );
     }
 
+    /// The waiting page computes the same score with WebCrypto (`static/queue-snapshot.js`
+    /// `preScore`, which gives 0.8735432050876426 for these inputs).
+    #[test]
+    fn the_page_computes_the_same_score() {
+        assert_eq!(pre_score("seed", "t1"), 0.873_543_205_087_642_6);
+    }
+
     #[test]
     fn score_orders_like_the_full_key() {
         let tickets: Vec<String> = (0..500).map(|i| format!("t{i}")).collect();

@@ -9,6 +9,8 @@
 //! - `token`: queue and admission JWTs, the key ring
 //! - `fairness`: the seeded pre-queue permutation and its commitment
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
+//! - `public`: the public queue snapshot, serialized once per published tick
+//! - `chance`: the chance of a seat for a place in line
 //! - `limit`: the join limit per client address
 //! - `pressure`: backpressure, the share of the rate the meter uses while the core struggles
 //! - `db`: the [`AdmissionDb`] trait the gateway implements
@@ -17,6 +19,7 @@
 
 mod admission;
 mod backend;
+mod chance;
 mod clock;
 mod config;
 mod db;
@@ -25,6 +28,7 @@ mod fairness;
 mod limit;
 mod meter;
 mod pressure;
+mod public;
 mod snapshot;
 mod status;
 mod token;
@@ -34,6 +38,7 @@ mod turn;
 pub mod testing;
 
 pub use admission::{Admission, Admitted, Joined, MeterFigures};
+pub use chance::SeatModel;
 pub use clock::{Clock, UnixMs};
 pub use config::AdmissionConfig;
 pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
@@ -41,6 +46,7 @@ pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
 pub use meter::TickReport;
 pub use pressure::Pressure;
+pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
 pub use status::{QueueStatus, Status};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};

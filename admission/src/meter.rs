@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
+use crate::chance::SeatCounts;
 use crate::db::{Checkpoint, Control};
 use crate::error::AdmissionError;
 use crate::snapshot::{EventState, Snapshot};
@@ -40,7 +41,10 @@ impl Admission {
         handle.metered.store(!control.closed, Ordering::Relaxed);
         *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let active = db.active_sessions(event).await?;
-        let sold_out = db.availability(event).await?.sold_out();
+        let seats = db.availability(event).await?;
+        // Judged on every tick from the seats themselves, so the tick after the last seat is
+        // sold (or the last hold that could give one back has ended) tells everyone.
+        let sold_out = seats.sold_out();
         let pressure = self.inner.pressure.get();
         let rate_per_min = pressure.scale(control.rate_per_min);
         let args = || TickArgs {
@@ -93,7 +97,21 @@ impl Admission {
             db.save_checkpoint(event, &cp).await?;
         }
         let measured = lock(&handle.outflow).record(out.now, out.served);
-        let snapshot = Snapshot {
+        // No estimate while nothing flows by design (paused, sold out, closed).
+        let measured = measured.filter(|_| state == EventState::Open);
+        let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
+            seats_left: seats.available,
+            held: seats.held_or_paying,
+            sold: seats.sold,
+            live_holds: seats.live_holds,
+            active,
+            // Claims in flight count as claimed: they are about to be sessions.
+            claimed: out.served.saturating_sub(out.lapsed + out.open_offers),
+            lapsed: out.lapsed,
+            open_offers: out.open_offers,
+            limit: control.max_seats_per_buyer,
+        });
+        let mut snapshot = Snapshot {
             event: event.to_owned(),
             version: control.version,
             state,
@@ -107,17 +125,27 @@ impl Admission {
             open_offers: out.open_offers,
             active,
             lapsed_total: out.lapsed,
-            // No estimate while nothing flows by design (paused, sold out, closed).
-            outflow_per_min: measured.filter(|_| state == EventState::Open),
+            // Rounded as published, so a page computing from the snapshot and `status`
+            // agree to the second.
+            outflow_per_min: measured.map(|m| (m.per_min * 10.0).round() / 10.0),
             epoch: out.epoch.clone(),
             at_ms: out.now,
+            outflow_spread: measured.map(|m| (m.spread * 1000.0).round() / 1000.0),
+            rate_per_min: control.rate_per_min,
+            seats_left: seats.available,
+            seats_held: seats.held_or_paying,
+            seats_per_buyer,
+            seat_model: Some(seat_model),
+            public: Default::default(),
         };
         // Wake the sockets only when something they show changed: a tick that moved nobody
         // (most ticks while an on-sale waits) would otherwise wake every idle socket ten times
-        // a second. The outflow estimate rides along with the next real change.
+        // a second. The outflow estimate rides along with the next real change. The public
+        // bytes are serialized here, once per published tick, never per poll.
         handle.feed.send_if_modified(|current| {
             let moved = !current.same_queue(&snapshot);
             if moved {
+                snapshot.public = crate::public::render(&snapshot);
                 *current = std::sync::Arc::new(snapshot.clone());
             }
             moved

@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::chance::SeatModel;
 use crate::clock::UnixMs;
+use crate::public::Public;
 use crate::token::QueueClaims;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
@@ -46,6 +48,21 @@ pub struct Snapshot {
     pub outflow_per_min: Option<f64>,
     pub epoch: String,
     pub at_ms: UnixMs,
+    /// The outflow's variation: the relative spread of its 10-second samples over the last
+    /// minute, widened while the measurement is young (`status::wait_estimate`).
+    pub outflow_spread: Option<f64>,
+    /// The organizer's rate (offers per minute), before backpressure.
+    pub rate_per_min: u32,
+    /// Seats available now (held under an expired hold included), and held or paying.
+    pub seats_left: u64,
+    pub seats_held: u64,
+    /// Seats per admitted buyer so far (the event's per-buyer limit before any data).
+    pub seats_per_buyer: f64,
+    /// What `seat_chance` is computed from (`chance`); `None` before the first tick.
+    pub seat_model: Option<SeatModel>,
+    /// The public JSON of this snapshot, serialized once when the tick is published.
+    #[serde(skip)]
+    pub public: Public,
 }
 
 impl Snapshot {
@@ -57,13 +74,31 @@ impl Snapshot {
         let comparable = Snapshot {
             at_ms: self.at_ms,
             outflow_per_min: self.outflow_per_min,
+            outflow_spread: self.outflow_spread,
             ..other.clone()
         };
         *self == comparable
     }
 
     pub fn estimated_wait_s(&self, position: u64) -> Option<u64> {
-        crate::status::wait_estimate(position, self.outflow_per_min).map(|(point, _, _)| point)
+        self.wait_estimate(position).map(|(point, _, _)| point)
+    }
+
+    /// The wait for `position` buyers ahead: (point, low, high) seconds; `None` while nothing
+    /// flows (paused, sold out, before the first offer).
+    pub fn wait_estimate(&self, position: u64) -> Option<(u64, u64, u64)> {
+        let spread = self.outflow_spread.unwrap_or(crate::status::UNKNOWN_SPREAD);
+        crate::status::wait_estimate(position, self.outflow_per_min, spread)
+    }
+
+    /// The chance (0–1) that `position` buyers ahead leave a seat: 0 when sold out, `None`
+    /// before the order is drawn, once closed, or before the first tick.
+    pub fn seat_chance(&self, position: u64) -> Option<f64> {
+        match self.state {
+            EventState::SoldOut => Some(0.0),
+            EventState::Closed | EventState::PreQueue => None,
+            EventState::Open | EventState::Paused => self.seat_model.map(|m| m.chance(position)),
+        }
     }
 
     /// Buyers ahead of this token from the cached counters alone (no backend call): exact for
@@ -83,10 +118,24 @@ pub(crate) struct Outflow {
     samples: VecDeque<(UnixMs, u64)>,
 }
 
+/// The outflow over the last minute and its variation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Measured {
+    pub per_min: f64,
+    /// Relative spread (standard deviation ÷ mean) of the 10-second outflows, plus a widening
+    /// while less than a minute was seen; within [0.1, 0.4].
+    pub spread: f64,
+}
+
 const WINDOW_MS: i64 = 60_000;
+const BIN_MS: i64 = 10_000;
+/// The spread assumed while fewer than two 10-second samples exist.
+const FIRST_SPREAD: f64 = 0.3;
+/// Added to the spread when the measurement is brand new, shrinking to nothing at a minute.
+const YOUNG_SPREAD: f64 = 0.3;
 
 impl Outflow {
-    pub(crate) fn record(&mut self, at_ms: UnixMs, served: u64) -> Option<f64> {
+    pub(crate) fn record(&mut self, at_ms: UnixMs, served: u64) -> Option<Measured> {
         // A reset counter (Redis loss) restarts the measurement.
         if self.samples.back().is_some_and(|&(_, s)| s > served) {
             self.samples.clear();
@@ -104,6 +153,76 @@ impl Outflow {
         if span < 1_000 || served == s0 {
             return None;
         }
-        Some((served - s0) as f64 * 60_000.0 / span as f64)
+        let per_min = (served - s0) as f64 * 60_000.0 / span as f64;
+        let observed = self.bin_spread(at_ms, served).unwrap_or(FIRST_SPREAD);
+        let young = YOUNG_SPREAD * (1.0 - span as f64 / WINDOW_MS as f64).clamp(0.0, 1.0);
+        Some(Measured {
+            per_min,
+            spread: (observed + young).clamp(0.1, 0.4),
+        })
+    }
+
+    /// The served counter as of `t` (the last sample at or before it).
+    fn served_at(&self, t: UnixMs) -> Option<u64> {
+        let i = self.samples.partition_point(|&(at, _)| at <= t);
+        i.checked_sub(1).map(|i| self.samples[i].1)
+    }
+
+    /// Standard deviation ÷ mean of the outflow in the 10-second bins back from `now`.
+    fn bin_spread(&self, now: UnixMs, served: u64) -> Option<f64> {
+        let mut rates = Vec::with_capacity(6);
+        let mut end = served;
+        for j in 1..=(WINDOW_MS / BIN_MS) {
+            let Some(start) = self.served_at(now - j * BIN_MS) else {
+                break;
+            };
+            rates.push(end.saturating_sub(start) as f64);
+            end = start;
+        }
+        if rates.len() < 2 {
+            return None;
+        }
+        let n = rates.len() as f64;
+        let mean = rates.iter().sum::<f64>() / n;
+        if mean <= 0.0 {
+            return None;
+        }
+        let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some(var.sqrt() / mean)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(outflow: &mut Outflow, ticks: i64, per_tick: impl Fn(i64) -> u64) -> Option<Measured> {
+        let mut served = 0;
+        let mut last = None;
+        for t in 0..ticks {
+            served += per_tick(t);
+            last = outflow.record(t * 100, served);
+        }
+        last
+    }
+
+    #[test]
+    fn a_steady_outflow_has_the_narrowest_spread_once_a_minute_is_seen() {
+        let mut o = Outflow::default();
+        let m = feed(&mut o, 900, |_| 1).expect("measured");
+        assert!((m.per_min - 600.0).abs() < 1.0, "{m:?}");
+        assert_eq!(m.spread, 0.1);
+    }
+
+    #[test]
+    fn a_young_or_bursty_outflow_is_less_sure() {
+        let mut young = Outflow::default();
+        let y = feed(&mut young, 50, |_| 1).expect("measured");
+        assert!(y.spread >= 0.35, "{y:?}");
+        // Bursts: 40 offers in every other 10-second bin, none in between.
+        let mut bursty = Outflow::default();
+        let b = feed(&mut bursty, 900, |t| u64::from((t / 100) % 2 == 0) * 4).expect("measured");
+        assert_eq!(b.spread, 0.4, "{b:?}");
+        assert!(Outflow::default().record(0, 0).is_none());
     }
 }

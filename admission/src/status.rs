@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::snapshot::Snapshot;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueStatus {
@@ -39,24 +41,34 @@ pub struct Status {
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
     pub estimated_wait_range_s: Option<(u64, u64)>,
+    /// How likely a seat is left when this buyer's turn comes (0–1); `None` when unknown.
+    pub seat_chance: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offer_expires_in_s: Option<u64>,
     pub retry_after_s: u64,
 }
 
+/// The outflow's spread assumed when none was published with it.
+pub(crate) const UNKNOWN_SPREAD: f64 = 0.4;
+/// How many spreads either side of the measured outflow the range covers.
+const SPREADS: f64 = 2.0;
+
 /// The wait for `position` buyers ahead at the measured outflow: (point, low, high) seconds.
-/// `None` without a measured outflow (paused, or nothing offered yet).
+/// `position + 1` offers must go out before this buyer's; the range divides that by the
+/// outflow plus and minus two spreads (`spread` = the outflow's relative variation, at least
+/// 0.1, at most 0.4, so the slow end stays finite), and is never a bare point. `None` without
+/// a measured outflow (paused, or nothing offered yet).
 pub(crate) fn wait_estimate(
     position: u64,
     outflow_per_min: Option<f64>,
+    spread: f64,
 ) -> Option<(u64, u64, u64)> {
     let per_s = outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
+    let spread = spread.clamp(0.1, 0.4);
     let point = (position as f64 + 1.0) / per_s;
-    Some((
-        point.ceil() as u64,
-        (point * 0.8).floor() as u64,
-        (point * 1.25).ceil() as u64,
-    ))
+    let low = (point / (1.0 + SPREADS * spread)).floor() as u64;
+    let high = ((point / (1.0 - SPREADS * spread)).ceil() as u64).max(low + 1);
+    Some((point.ceil() as u64, low, high))
 }
 
 /// Poll interval: near the front ask often, far back rarely (polls are answered from cache but
@@ -84,14 +96,22 @@ pub(crate) fn retry_after_s(
     }
 }
 
+/// The status body for `status` at `position`, its wait and chance taken from the snapshot
+/// the answer agrees with (`None`: nothing known, as when closed).
 pub(crate) fn build(
     status: QueueStatus,
     position: Option<u64>,
-    outflow_per_min: Option<f64>,
+    snapshot: Option<&Snapshot>,
     offer_expires_in_s: Option<u64>,
 ) -> Status {
-    let estimate = match (status, position) {
-        (QueueStatus::Waiting, Some(p)) => wait_estimate(p, outflow_per_min),
+    let estimate = match (status, position, snapshot) {
+        (QueueStatus::Waiting, Some(p), Some(s)) => s.wait_estimate(p),
+        _ => None,
+    };
+    let seat_chance = match (status, position, snapshot) {
+        (QueueStatus::SoldOut, _, _) => Some(0.0),
+        (QueueStatus::Waiting | QueueStatus::Paused, Some(p), Some(s)) => s.seat_chance(p),
+        (QueueStatus::Offered, _, Some(s)) => s.seat_chance(0),
         _ => None,
     };
     Status {
@@ -99,6 +119,7 @@ pub(crate) fn build(
         position,
         estimated_wait_s: estimate.map(|e| e.0),
         estimated_wait_range_s: estimate.map(|e| (e.1, e.2)),
+        seat_chance,
         offer_expires_in_s,
         retry_after_s: retry_after_s(status, position, estimate),
     }
@@ -107,14 +128,25 @@ pub(crate) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::EventState;
+
+    fn flowing(per_min: f64, spread: f64) -> Snapshot {
+        Snapshot {
+            state: EventState::Open,
+            outflow_per_min: Some(per_min),
+            outflow_spread: Some(spread),
+            ..Snapshot::default()
+        }
+    }
 
     #[test]
     fn wait_is_unknown_without_outflow_and_grows_with_position() {
-        assert_eq!(wait_estimate(10, None), None);
-        assert_eq!(wait_estimate(10, Some(0.0)), None);
-        let (p, lo, hi) = wait_estimate(599, Some(600.0)).expect("outflow known");
-        assert_eq!(p, 60);
-        assert!(lo < p && p < hi);
+        assert_eq!(wait_estimate(10, None, 0.1), None);
+        assert_eq!(wait_estimate(10, Some(0.0), 0.1), None);
+        let (p, lo, hi) = wait_estimate(599, Some(600.0), 0.1).expect("outflow known");
+        assert_eq!((p, lo, hi), (60, 50, 75));
+        let (_, far_lo, far_hi) = wait_estimate(5_999, Some(600.0), 0.1).expect("known");
+        assert!(far_lo > hi && far_hi > far_lo);
         assert!(
             retry_after_s(QueueStatus::Waiting, Some(5000), None)
                 > retry_after_s(QueueStatus::Waiting, Some(5), None)
@@ -122,16 +154,67 @@ mod tests {
     }
 
     #[test]
+    fn the_range_widens_with_the_outflows_variation_and_is_never_a_point() {
+        let (_, steady_lo, steady_hi) = wait_estimate(999, Some(600.0), 0.1).expect("known");
+        let (_, rough_lo, rough_hi) = wait_estimate(999, Some(600.0), 0.3).expect("known");
+        assert!(rough_lo < steady_lo && rough_hi > steady_hi);
+        // Out of bounds spreads are clamped: the slow end stays finite.
+        let (_, _, wild_hi) = wait_estimate(999, Some(600.0), 5.0).expect("known");
+        assert!(
+            (500..=501).contains(&wild_hi),
+            "{wild_hi}: five times the point at most"
+        );
+        for position in [0, 1, 7, 100] {
+            for per_min in [1.0, 60.0, 6_000.0, 600_000.0] {
+                let (_, lo, hi) = wait_estimate(position, Some(per_min), 0.1).expect("known");
+                assert!(lo < hi, "{position} at {per_min}/min: {lo}..{hi}");
+            }
+        }
+    }
+
+    #[test]
+    fn paused_or_unmeasured_has_no_wait_but_keeps_the_chance() {
+        let mut paused = flowing(600.0, 0.1);
+        paused.state = EventState::Paused;
+        paused.outflow_per_min = None;
+        let st = build(QueueStatus::Paused, Some(10), Some(&paused), None);
+        assert_eq!(st.estimated_wait_range_s, None);
+        assert_eq!(st.seat_chance, None, "no seat model yet");
+        let sold_out = build(QueueStatus::SoldOut, Some(10), None, None);
+        assert_eq!(sold_out.seat_chance, Some(0.0));
+    }
+
+    #[test]
     fn a_fast_queue_shortens_the_poll_interval() {
         // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
         // poller is told to come back within 8 s rather than the 32 s its place alone gives.
-        let slow = build(QueueStatus::Waiting, Some(3000), Some(60.0), None);
+        let slow = build(
+            QueueStatus::Waiting,
+            Some(3000),
+            Some(&flowing(60.0, 0.1)),
+            None,
+        );
         assert_eq!(slow.retry_after_s, 32);
-        let far = build(QueueStatus::Waiting, Some(400_000), Some(60.0), None);
+        let far = build(
+            QueueStatus::Waiting,
+            Some(400_000),
+            Some(&flowing(60.0, 0.1)),
+            None,
+        );
         assert_eq!(far.retry_after_s, 120);
-        let fast = build(QueueStatus::Waiting, Some(3000), Some(9000.0), None);
+        let fast = build(
+            QueueStatus::Waiting,
+            Some(3000),
+            Some(&flowing(9000.0, 0.1)),
+            None,
+        );
         assert_eq!(fast.retry_after_s, 8);
-        let front = build(QueueStatus::Waiting, Some(0), Some(9000.0), None);
+        let front = build(
+            QueueStatus::Waiting,
+            Some(0),
+            Some(&flowing(9000.0, 0.1)),
+            None,
+        );
         assert_eq!(front.retry_after_s, 1);
     }
 }

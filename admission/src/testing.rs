@@ -87,6 +87,7 @@ pub fn control(opens_at: OffsetDateTime, seed: &str) -> Control {
         version: 1,
         opens_at,
         seed: seed.to_owned(),
+        max_seats_per_buyer: 6,
     }
 }
 
@@ -201,7 +202,7 @@ impl AdmissionDb for MemoryDb {
             .copied()
             .unwrap_or(Availability {
                 available: 1,
-                held_or_paying: 0,
+                ..Availability::default()
             }))
     }
 }

@@ -58,10 +58,7 @@ impl Admission {
                 _ if control.paused => QueueStatus::Paused,
                 _ => QueueStatus::Waiting,
             };
-            let outflow = (s == QueueStatus::Waiting)
-                .then_some(snap.outflow_per_min)
-                .flatten();
-            return Ok(status::build(s, Some(ahead), outflow, None));
+            return Ok(status::build(s, Some(ahead), Some(&snap), None));
         }
         let (state, now) = self.ticket_state(claims, &control).await?;
         Ok(match state {
@@ -78,7 +75,7 @@ impl Admission {
             },
             TicketState::Offered { expires_ms } => {
                 let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
-                status::build(QueueStatus::Offered, Some(0), None, Some(left))
+                status::build(QueueStatus::Offered, Some(0), Some(&snap), Some(left))
             }
             TicketState::Waiting { ahead } => {
                 let s = if now < ms(control.opens_at) {
@@ -91,10 +88,7 @@ impl Admission {
                         _ => QueueStatus::Waiting,
                     }
                 };
-                let outflow = (s == QueueStatus::Waiting)
-                    .then_some(snap.outflow_per_min)
-                    .flatten();
-                status::build(s, Some(ahead), outflow, None)
+                status::build(s, Some(ahead), Some(&snap), None)
             }
         })
     }

@@ -189,9 +189,15 @@ async fn cap_holds(kind: Kind) {
 }
 every_backend!(cap_holds);
 
-/// Pause stops offers (and joins); resume continues in order.
+/// Pause stops offers, not the line: a buyer joining during a pause gets a place (status
+/// `paused`, position given), an offer made before the pause can still be claimed until it
+/// lapses, and resume continues in order, the newcomer behind everyone already waiting.
 async fn pause_resume(kind: Kind) {
-    let h = Harness::new(kind, "pause", |c| c.max_active = 10_000).await;
+    let h = Harness::new(kind, "pause", |c| {
+        c.max_active = 10_000;
+        c.offer_s = 30;
+    })
+    .await;
     let joined = h.join_n(100).await;
     let before = h.run(20, TICK).await;
     assert!(!before.is_empty());
@@ -202,14 +208,40 @@ async fn pause_resume(kind: Kind) {
     assert_eq!(snap.state, EventState::Paused);
     assert_eq!(snap.outflow_per_min, None, "no estimate while paused");
     let last = joined.last().expect("joined");
+    let st = h.adm.status(&last.claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Paused);
+    assert_eq!(st.estimated_wait_range_s, None, "no wait while paused");
+    assert!(st.seat_chance.is_some(), "the chance stays: {st:?}");
+
+    // Joining during the pause: a place at the back of the line.
+    let newcomer = h.join().await;
+    assert_eq!(newcomer.status, QueueStatus::Paused);
+    let waiting = 100 - before.len() as u64;
     assert_eq!(
-        h.adm.status(&last.claims).await.expect("status").status,
-        QueueStatus::Paused
+        newcomer.position,
+        Some(waiting),
+        "everyone waiting is ahead"
     );
-    let err = h.refused_join().await;
-    assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
+    let st = h.adm.status(&newcomer.claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Paused);
+    assert_eq!(st.position, Some(waiting));
+
+    // An offer made before the pause is still claimable (its 30 s have not run out).
+    let offered = &joined[(before[0] - 1) as usize];
+    let st = h.adm.status(&offered.claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Offered, "{st:?}");
+    h.adm
+        .claim(&offered.claims)
+        .await
+        .expect("an offer made before the pause is claimed during it");
+    // One left unclaimed lapses as usual, pause or not.
+    let unclaimed = &joined[(before[1] - 1) as usize];
+    h.run(300, TICK).await;
+    let late = h.adm.claim(&unclaimed.claims).await.expect_err("lapsed");
+    assert!(matches!(late, AdmissionError::OfferLapsed), "{late:?}");
+
     h.update(|c| c.paused = false);
-    let after = h.run(50, TICK).await;
+    let after = h.run(200, TICK).await;
     assert!(!after.is_empty());
     assert_eq!(
         after[0],
@@ -220,6 +252,10 @@ async fn pause_resume(kind: Kind) {
     assert!(
         all.windows(2).all(|w| w[1] == w[0] + 1),
         "in order, nobody skipped"
+    );
+    assert!(
+        all.contains(&newcomer.claims.seq),
+        "the buyer who joined during the pause is offered in turn"
     );
 }
 every_backend!(pause_resume);
@@ -446,13 +482,7 @@ async fn sold_out(kind: Kind) {
     let h = Harness::new(kind, "soldout", |c| c.max_active = 10_000).await;
     let joined = h.join_n(50).await;
     h.run(10, TICK).await;
-    h.db.set_availability(
-        &h.event,
-        Availability {
-            available: 0,
-            held_or_paying: 0,
-        },
-    );
+    h.db.set_availability(&h.event, Availability::default());
     assert!(h.run(20, TICK).await.is_empty(), "no offers when sold out");
     assert_eq!(h.tick().await.snapshot.state, EventState::SoldOut);
     let last = joined.last().expect("joined");
@@ -468,8 +498,8 @@ async fn sold_out(kind: Kind) {
     h.db.set_availability(
         &h.event,
         Availability {
-            available: 0,
             held_or_paying: 3,
+            ..Availability::default()
         },
     );
     assert_eq!(h.tick().await.snapshot.state, EventState::Open);
@@ -477,7 +507,7 @@ async fn sold_out(kind: Kind) {
         &h.event,
         Availability {
             available: 2,
-            held_or_paying: 0,
+            ..Availability::default()
         },
     );
     assert!(
@@ -533,6 +563,96 @@ async fn change_feed(kind: Kind) {
     assert_eq!(seen.len(), 200);
 }
 every_backend!(change_feed);
+
+/// The public snapshot: serialized once per published tick (the same bytes and ETag until
+/// something moves), and a page's place, wait range and chance computed from it and a token
+/// agree with the per-token status.
+async fn public_snapshot(kind: Kind) {
+    let h = Harness::new(kind, "public", |c| {
+        c.max_active = 10_000;
+        c.max_seats_per_buyer = 2;
+    })
+    .await;
+    let joined = h.join_n(300).await;
+    h.run(200, TICK).await;
+    let published = h.adm.subscribe(&h.event).borrow().clone();
+    let public = h.adm.public_snapshot(&h.event).await.expect("public");
+    assert_eq!(
+        public.body, published.public.body,
+        "the published bytes, not new ones"
+    );
+    assert!(public.etag.starts_with('"') && public.etag.ends_with('"'));
+    let body: serde_json::Value = serde_json::from_slice(&public.body).expect("json");
+    for field in [
+        "state",
+        "fifo_served_through",
+        "prequeue_served_through",
+        "outflow_per_min",
+        "rate_per_min",
+        "seats_left",
+        "seats_per_buyer",
+        "retry_after_s",
+    ] {
+        assert!(body.get(field).is_some(), "{field} missing from {body}");
+    }
+    assert_eq!(body["state"], "open");
+    assert_eq!(
+        body["seats_per_buyer"], 2.0,
+        "the per-buyer limit before any data"
+    );
+
+    for j in [&joined[250], &joined[299]] {
+        let claims = &j.claims;
+        let place = body["prequeue_left"].as_u64().expect("prequeue_left") + claims.seq
+            - body["fifo_served_through"].as_u64().expect("frontier")
+            - 1;
+        let st = h.adm.status(claims).await.expect("status");
+        assert_eq!(st.position, Some(place), "{body}");
+        assert_eq!(
+            published.wait_estimate(place).map(|w| (w.1, w.2)),
+            st.estimated_wait_range_s
+        );
+        let (lo, hi) = st.estimated_wait_range_s.expect("outflow measured");
+        assert!(lo < hi);
+        let chance = published.seat_chance(place);
+        assert_eq!(chance, st.seat_chance);
+        assert!(chance.is_some_and(|c| (0.0..=1.0).contains(&c)), "{st:?}");
+    }
+
+    // A tick that moves nobody publishes nothing new: same bytes, same ETag.
+    h.update(|c| c.rate_per_min = 0);
+    h.run(3, TICK).await;
+    let still = h.adm.public_snapshot(&h.event).await.expect("public");
+    h.run(3, TICK).await;
+    let again = h.adm.public_snapshot(&h.event).await.expect("public");
+    assert_eq!(still.etag, again.etag);
+    assert_eq!(still.body, again.body);
+    let err = h
+        .adm
+        .public_snapshot("no-such-event")
+        .await
+        .expect_err("unknown");
+    assert!(matches!(err, AdmissionError::UnknownEvent), "{err:?}");
+}
+every_backend!(public_snapshot);
+
+/// Sold out reaches everyone on the next tick: the snapshot (its public bytes included) says
+/// so and every waiting status is `sold_out` with no chance.
+async fn sold_out_next_tick(kind: Kind) {
+    let h = Harness::new(kind, "soldoutnow", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(30).await;
+    h.run(5, TICK).await;
+    h.db.set_availability(&h.event, Availability::default());
+    let r = h.tick().await;
+    assert_eq!(r.snapshot.state, EventState::SoldOut, "the very next tick");
+    let public = h.adm.public_snapshot(&h.event).await.expect("public");
+    let body: serde_json::Value = serde_json::from_slice(&public.body).expect("json");
+    assert_eq!(body["state"], "sold_out");
+    let st = h.adm.status(&joined[29].claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::SoldOut);
+    assert_eq!(st.seat_chance, Some(0.0));
+}
+every_backend!(sold_out_next_tick);
 
 /// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
 #[tokio::test(start_paused = true)]

@@ -58,6 +58,7 @@ impl AdmissionDb for StoreAdmissionDb {
             version: c.version,
             opens_at: at(c.opens_at_ms),
             seed: c.fairness_seed,
+            max_seats_per_buyer: clamp(c.max_seats_per_hold),
         }))
     }
 
@@ -164,6 +165,8 @@ impl AdmissionDb for StoreAdmissionDb {
         Ok(Availability {
             available: count(a.available),
             held_or_paying: count(a.held_or_paying),
+            sold: count(a.sold),
+            live_holds: count(a.live_holds),
         })
     }
 }

@@ -199,6 +199,16 @@ pub fn book() -> Vec<Route> {
             200,
             queue::status,
         ),
+        // The same for every buyer and cacheable: cheap reads, not per-token polls.
+        Route::new(
+            Get,
+            "/api/events/{event}/queue/snapshot",
+            Anyone,
+            Group::Reads,
+            "Public queue snapshot (frontiers, outflow, seats; ETag)",
+            200,
+            queue::snapshot,
+        ),
         Route::new(
             Post,
             "/api/events/{event}/queue/claim",

@@ -1,7 +1,8 @@
 //! A flood of made-up event ids leaves nothing behind: the real gateway binary (a child
 //! process, so its CPU time and its log lines are its own) is sent 5,000 requests for random
-//! event ids across join, status, seats, the event summary, fairness and the waiting-room
-//! socket. Afterwards the meter still ticks only the one real event and the log is quiet.
+//! event ids across join, status, seats, the event summary, fairness, the queue snapshot and
+//! the waiting-room socket. Afterwards the meter still ticks only the one real event and the
+//! log is quiet.
 //!
 //! The CPU seconds of the flood and of the idle second after it are printed (run with
 //! `--nocapture`) for the record; they are figures, not assertions.
@@ -149,7 +150,7 @@ async fn create_event(http: &reqwest::Client, base: &str) -> String {
 /// that it was answered (and, for HTTP, was not a success).
 async fn one(http: &reqwest::Client, base: &str, n: usize) {
     let id = format!("nx-{:032x}", rand::random::<u128>());
-    let path = match n % 6 {
+    let path = match n % 7 {
         0 => {
             let answer = http
                 .request(Method::POST, format!("{base}/api/events/{id}/queue"))
@@ -163,6 +164,7 @@ async fn one(http: &reqwest::Client, base: &str, n: usize) {
         2 => format!("/api/events/{id}/seats"),
         3 => format!("/api/events/{id}/fairness"),
         4 => format!("/api/events/{id}"),
+        5 => format!("/api/events/{id}/queue/snapshot"),
         _ => {
             let url = format!(
                 "{}/api/events/{id}/queue/ws?token=made-up",

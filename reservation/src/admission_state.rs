@@ -19,6 +19,8 @@ pub struct AdmissionControl {
     pub version: i64,
     pub opens_at_ms: i64,
     pub fairness_seed: String,
+    /// The event's `max_seats_per_hold`: the most one buyer can take.
+    pub max_seats_per_hold: i64,
 }
 
 /// `AdmissionControl` as read: booleans travel as integers (the Any driver does not decode
@@ -34,6 +36,7 @@ struct ControlRow {
     version: i64,
     opens_at_ms: i64,
     fairness_seed: String,
+    max_seats_per_hold: i64,
 }
 
 /// An organizer's live change; `None` leaves a field as it is.
@@ -106,7 +109,8 @@ impl Store {
              cast(c.session_s as bigint) as session_s, cast(c.offer_s as bigint) as offer_s, \
              cast(case when c.paused then 1 else 0 end as bigint) as paused, \
              cast(case when c.closed then 1 else 0 end as bigint) as closed, c.version, \
-             MS(e.opens_at) as opens_at_ms, e.fairness_seed \
+             MS(e.opens_at) as opens_at_ms, e.fairness_seed, \
+             cast(e.max_seats_per_hold as bigint) as max_seats_per_hold \
              from admission_controls c join events e on e.event_id = c.event_id where c.event_id = $1",
         ))
         .bind(event.as_str())
@@ -122,6 +126,7 @@ impl Store {
             version: r.version,
             opens_at_ms: r.opens_at_ms,
             fairness_seed: r.fairness_seed,
+            max_seats_per_hold: r.max_seats_per_hold,
         }))
     }
 
@@ -268,13 +273,16 @@ impl Store {
     }
 }
 
-/// Seats by effective state, for the meter's sold-out decision.
+/// Seats by effective state, for the meter's sold-out decision and the chance of a seat.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct SeatAvailability {
     /// Available, or held under an expired hold.
     pub available: i64,
     /// Held under a live hold, or paying: they may come back.
     pub held_or_paying: i64,
+    pub sold: i64,
+    /// Distinct live holds (held or paying): buyers who have taken their seats.
+    pub live_holds: i64,
 }
 
 impl Store {
@@ -285,7 +293,10 @@ impl Store {
              coalesce(sum(case when state = 'available' or (state = 'held' and hold_expires_at <= NOW) \
                  then 1 else 0 end), 0) as available, \
              coalesce(sum(case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
-                 then 1 else 0 end), 0) as held_or_paying \
+                 then 1 else 0 end), 0) as held_or_paying, \
+             coalesce(sum(case when state = 'sold' then 1 else 0 end), 0) as sold, \
+             count(distinct case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
+                 then hold_id end) as live_holds \
              from seats where event_id = $1",
         ))
         .bind(event.as_str())

@@ -195,4 +195,18 @@ export default {
   'card.pm_card_authenticationRequired.note': 'Ihre Bank bittet Sie, die Zahlung auf ihrer eigenen Seite zu bestätigen',
   'card.pm_card_error.label': 'Anbieterfehler',
   'card.pm_card_error.note': 'der Anbieter scheitert (5xx)',
+
+  'waiting.chance': 'Chance auf einen Platz',
+  'chance.unknown': 'noch unbekannt',
+  'chance.veryLikely': 'sehr wahrscheinlich',
+  'chance.likely': 'wahrscheinlich',
+  'chance.even': 'etwa fifty-fifty',
+  'chance.unlikely': 'unwahrscheinlich',
+  'chance.veryUnlikely': 'sehr unwahrscheinlich',
+  'chance.unlikelyWhy': 'unwahrscheinlich: {seats} übrig für {people} vor Ihnen',
+  'chance.veryUnlikelyWhy': 'sehr unwahrscheinlich: {seats} übrig für {people} vor Ihnen',
+  'chance.soldOut': 'keine: alle Plätze sind verkauft oder reserviert',
+  'chance.seats': { one: '{n} Platz', other: '{n} Plätze' },
+  'chance.people': { one: '{n} Person', other: '{n} Personen' },
+  'chance.announce': 'Chance auf einen Platz: {words}.',
 };

@@ -152,4 +152,18 @@ export default {
   'failed.back': 'Choose seats again',
   'failed.notPaid': 'Not paid yet',
   'failed.notPaidBody': 'These seats are held but not paid for. Finish paying on the page where you chose them; nothing has been charged.',
+
+  'waiting.chance': 'Chance of a seat',
+  'chance.unknown': 'not known yet',
+  'chance.veryLikely': 'very likely',
+  'chance.likely': 'likely',
+  'chance.even': 'about even',
+  'chance.unlikely': 'unlikely',
+  'chance.veryUnlikely': 'very unlikely',
+  'chance.unlikelyWhy': 'unlikely: {seats} left for {people} ahead of you',
+  'chance.veryUnlikelyWhy': 'very unlikely: {seats} left for {people} ahead of you',
+  'chance.soldOut': 'none: every seat is sold or held',
+  'chance.seats': { one: '{n} seat', other: '{n} seats' },
+  'chance.people': { one: '{n} person', other: '{n} people' },
+  'chance.announce': 'Chance of a seat: {words}.',
 };

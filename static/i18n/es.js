@@ -195,4 +195,18 @@ export default {
   'card.pm_card_authenticationRequired.note': 'su banco le pide confirmar el pago en su propia página',
   'card.pm_card_error.label': 'Error del proveedor',
   'card.pm_card_error.note': 'el proveedor falla (5xx)',
+
+  'waiting.chance': 'Probabilidad de conseguir asiento',
+  'chance.unknown': 'aún no se sabe',
+  'chance.veryLikely': 'muy probable',
+  'chance.likely': 'probable',
+  'chance.even': 'más o menos la mitad',
+  'chance.unlikely': 'poco probable',
+  'chance.veryUnlikely': 'muy poco probable',
+  'chance.unlikelyWhy': 'poco probable: quedan {seats} para {people} delante de usted',
+  'chance.veryUnlikelyWhy': 'muy poco probable: quedan {seats} para {people} delante de usted',
+  'chance.soldOut': 'ninguna: todos los asientos están vendidos o reservados',
+  'chance.seats': { one: '{n} asiento', other: '{n} asientos' },
+  'chance.people': { one: '{n} persona', other: '{n} personas' },
+  'chance.announce': 'Probabilidad de conseguir asiento: {words}.',
 };

@@ -195,4 +195,18 @@ export default {
   'card.pm_card_authenticationRequired.note': 'votre banque vous demande de confirmer le paiement sur sa propre page',
   'card.pm_card_error.label': 'Erreur du prestataire',
   'card.pm_card_error.note': 'le prestataire échoue (5xx)',
+
+  'waiting.chance': 'Chance d’avoir une place',
+  'chance.unknown': 'pas encore connue',
+  'chance.veryLikely': 'très probable',
+  'chance.likely': 'probable',
+  'chance.even': 'une chance sur deux environ',
+  'chance.unlikely': 'peu probable',
+  'chance.veryUnlikely': 'très peu probable',
+  'chance.unlikelyWhy': 'peu probable : {seats} pour {people} devant vous',
+  'chance.veryUnlikelyWhy': 'très peu probable : {seats} pour {people} devant vous',
+  'chance.soldOut': 'aucune : toutes les places sont vendues ou réservées',
+  'chance.seats': { one: '{n} place restante', other: '{n} places restantes' },
+  'chance.people': { one: '{n} personne', other: '{n} personnes' },
+  'chance.announce': 'Chance d’avoir une place : {words}.',
 };

@@ -171,12 +171,17 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   for (const id of answer.ids) assert.ok(shownRows.some((row) => row.includes(id)), `payment ${id} is named in the stuck table: ${JSON.stringify(shownRows)}`);
   await page.unroute(stuckUrl);
 
-  // Pause: joins are refused while paused; resume lets them in again.
+  // Pause stops offers, not the line: a join while paused gets a place, status `paused`.
   await page.click('#pause');
   await page.waitForFunction(() => document.getElementById('pause').textContent === 'Resume');
-  const paused = await h.api('POST', `/api/events/${event}/queue`, { body: {} });
-  assert.equal(paused.status, 409);
-  assert.equal(paused.body.code, 'queue_paused');
+  let paused;
+  for (let end = Date.now() + 5000; Date.now() < end; await h.sleep(100)) {
+    paused = await h.api('POST', `/api/events/${event}/queue`, { body: {} });
+    if (paused.body?.status === 'paused') break;
+  }
+  assert.equal(paused.status, 201);
+  assert.equal(paused.body.status, 'paused', JSON.stringify(paused.body));
+  assert.equal(typeof paused.body.position, 'number');
   await page.click('#pause');
   await page.waitForFunction(() => document.getElementById('pause').textContent === 'Pause');
   assert.equal((await h.api('POST', `/api/events/${event}/queue`, { body: {} })).status, 201);

@@ -40,8 +40,26 @@ test('closing and reopening a waiting tab keeps the place', { timeout: 90000 }, 
   await context.close();
 });
 
-test('without WebSockets the page polls at the server\'s retry_after_s and still reaches its turn', { timeout: 90000 }, async () => {
-  // Far enough back (100+ ahead) that the server asks for a slower poll than near the front.
+/**
+ * How long the page waits after a snapshot read: the snapshot's `retry_after_s`, longer far
+ * back, as the status endpoint would say for the same place (static/queue-snapshot.js).
+ */
+function snapshotRetry(snap, token) {
+  const c = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+  const floor = snap.retry_after_s;
+  if (snap.state !== 'open' || c.pre) return floor;
+  const position = snap.prequeue_left + c.seq - snap.fifo_served_through - 1;
+  let byPlace = Math.min(2 + Math.floor(position / 100), 120);
+  if (typeof snap.outflow_per_min === 'number' && snap.outflow_per_min > 0) {
+    const spread = Math.min(0.4, Math.max(0.1, snap.outflow_spread ?? 0.4));
+    const low = Math.floor((position + 1) / (snap.outflow_per_min / 60) / (1 + 2 * spread));
+    byPlace = Math.min(byPlace, Math.max(Math.floor(low / 2), 1));
+  }
+  return Math.max(floor, byPlace);
+}
+
+test('without WebSockets the page polls the snapshot (the status only at its turn) and still reaches it', { timeout: 90000 }, async () => {
+  // Far enough back (100+ ahead) that the page reads more slowly than near the front.
   const event = await h.createEvent('polling', { admission: { rate_per_min: 1, max_active: 1000 } });
   for (let i = 0; i < 11; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
   const context = await browser.newContext();
@@ -55,34 +73,46 @@ test('without WebSockets the page polls at the server\'s retry_after_s and still
     window.WebSocket.OPEN = 1;
   });
   const page = await h.openPage(browser, `/events/${event}`, { context });
-  // Every status read: when it left and came back (the browser's own timing) and what it said.
+  // Every snapshot and status read: when it left and came back (the browser's own timing),
+  // what it said and the wait it implies. A 304 reuses the snapshot read before it.
   const polls = [];
+  let lastSnapshot = null;
   page.on('response', async (res) => {
-    if (res.request().method() !== 'GET' || !/\/queue\/status$/.test(new URL(res.url()).pathname)) return;
-    const body = await res.json();
-    await res.finished();
+    const path = new URL(res.url()).pathname;
+    const kind = /\/queue\/status$/.test(path) ? 'status' : /\/queue\/snapshot$/.test(path) ? 'snapshot' : null;
+    if (res.request().method() !== 'GET' || !kind) return;
+    const notModified = res.status() === 304;
+    const body = notModified ? lastSnapshot : await res.json().catch(() => null);
+    if (!body) return;
+    if (kind === 'snapshot') lastSnapshot = body;
+    // A 304 has no body to finish.
+    if (!notModified) await res.finished().catch(() => null);
     const t = res.request().timing();
-    polls.push({ start: t.startTime, end: t.startTime + t.responseEnd, retry: body.retry_after_s, status: body.status });
+    const token = (await stored(page, event).catch(() => null))?.token;
+    const retry = kind === 'status' ? body.retry_after_s : token ? snapshotRetry(body, token) : null;
+    polls.push({ kind, start: t.startTime, end: t.startTime + t.responseEnd, retry, status: kind === 'status' ? body.status : body.state });
   });
   await h.waitForView(page, 'landing');
   await page.click('#join');
   await h.waitForView(page, 'waiting');
-  const waitingPolls = () => polls.filter((p) => p.status === 'waiting').length;
-  for (let end = Date.now() + 20000; waitingPolls() < 2 && Date.now() < end;) await h.sleep(200);
+  const reads = (kind) => polls.filter((p) => p.kind === kind).length;
+  for (let end = Date.now() + 20000; reads('snapshot') < 3 && Date.now() < end;) await h.sleep(200);
+  assert.equal(reads('status'), 0, `far back, only the snapshot is read: ${JSON.stringify(polls)}`);
   await h.setAdmission(event, { rate_per_min: 6000 });
   await h.waitForView(page, 'offered', 60000);
   for (let end = Date.now() + 10000; polls.filter((p) => p.status === 'offered').length < 3 && Date.now() < end;) await h.sleep(200);
   assert.notEqual(await page.textContent('#connection'), 'Live');
 
-  // Each poll waits what the answer before it said (the page adds ±10 % jitter; the rest is
-  // timer and network slack), and the server said more than one thing over the wait.
+  // Each read waits what the answer before it implied (the page adds ±10 % jitter; the rest is
+  // timer and network slack). A read that needed the status follows its snapshot read at once.
   polls.sort((a, b) => a.start - b.start);
-  const gaps = polls.slice(1).map((p, i) => ({ after: polls[i].status, retry: polls[i].retry, gap: p.start - polls[i].end }));
-  assert.ok(gaps.filter((g) => g.after === 'waiting').length >= 1 && gaps.filter((g) => g.after === 'offered').length >= 2, `polls while waiting and offered: ${JSON.stringify(gaps)}`);
-  assert.ok(new Set(gaps.map((g) => g.retry)).size >= 2, `the server asked for different intervals: ${JSON.stringify(gaps)}`);
+  const gaps = polls.slice(1).map((p, i) => ({ after: polls[i].status, kind: polls[i].kind, next: p.kind, retry: polls[i].retry, gap: p.start - polls[i].end }))
+    .filter((g) => !(g.kind === 'snapshot' && g.next === 'status') && typeof g.retry === 'number');
+  assert.ok(gaps.filter((g) => g.after === 'open').length >= 1 && gaps.filter((g) => g.after === 'offered').length >= 2, `reads while waiting and offered: ${JSON.stringify(gaps)}`);
+  assert.ok(new Set(gaps.map((g) => g.retry)).size >= 2, `different intervals were asked for: ${JSON.stringify(gaps)}`);
   for (const g of gaps) {
     assert.ok(g.gap >= g.retry * 1000 * 0.85 - 150 && g.gap <= g.retry * 1000 * 1.15 + 400,
-      `after a "${g.after}" answer with retry_after_s ${g.retry} the page waited ${Math.round(g.gap)} ms (all: ${JSON.stringify(gaps)})`);
+      `after a "${g.after}" ${g.kind} read implying ${g.retry} s the page waited ${Math.round(g.gap)} ms (all: ${JSON.stringify(gaps)})`);
   }
 
   await page.click('#claim');

@@ -62,6 +62,42 @@ static JOINS: LazyLock<Counter> = LazyLock::new(|| {
     metrics::counter!("floodgate_joins_total")
 });
 
+/// The public queue snapshot: the bytes the meter serialized when it published the tick, so a
+/// poll costs a copy and no backend call. Public and cacheable for a second, so a CDN or a
+/// reverse proxy can answer every poller; `If-None-Match` with its ETag gets a 304.
+pub(crate) async fn snapshot(
+    State(state): State<AppState>,
+    PathId(event): PathId<EventId>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let public = state.admission.public_snapshot(event.as_str()).await?;
+    let etag = HeaderValue::from_str(&public.etag).map_err(|_| Problem::internal())?;
+    let fresh = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .any(|v| etag_matches(v.as_bytes(), public.etag.as_bytes()));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], public.body).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, etag);
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=1"),
+    );
+    Ok(response)
+}
+
+/// `If-None-Match` (RFC 9110 §13.1.2): `*`, or a list of tags compared weakly.
+fn etag_matches(header: &[u8], etag: &[u8]) -> bool {
+    header.split(|b| *b == b',').any(|tag| {
+        let tag = tag.trim_ascii();
+        tag == b"*" || tag.strip_prefix(b"W/").unwrap_or(tag) == etag
+    })
+}
+
 /// The ticket was checked against the path's event at the edge.
 pub(crate) async fn status(
     State(state): State<AppState>,
@@ -88,4 +124,19 @@ pub(crate) async fn claim(
         "session_expires_at": rfc3339(expires_ms),
     }))
     .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::etag_matches;
+
+    #[test]
+    fn if_none_match_takes_lists_weak_tags_and_a_star() {
+        let etag = br#""abc""#;
+        assert!(etag_matches(br#""abc""#, etag));
+        assert!(etag_matches(br#""x", W/"abc""#, etag));
+        assert!(etag_matches(b"*", etag));
+        assert!(!etag_matches(br#""abd""#, etag));
+        assert!(!etag_matches(b"abc", etag));
+    }
 }

@@ -143,8 +143,43 @@ fn text(value: &Value) -> Message {
 #[derive(Default, PartialEq)]
 struct Told {
     position: Option<u64>,
-    wait: Option<u64>,
+    /// The rest of the position frame (wait and chance), packed by `Place::said`: every
+    /// waiting socket keeps this, so it stays one word.
+    said: u64,
     status: Option<&'static str>,
+}
+
+/// A place, its wait (point and range) and its chance of a seat, as the position frame says.
+struct Place {
+    position: u64,
+    wait: Option<(u64, u64, u64)>,
+    chance: Option<f64>,
+    /// So the page can say "N seats for M people ahead" when the chance is slim.
+    seats_left: u64,
+}
+
+impl Place {
+    /// The wait's point (48 bits, all ones when unknown) and the chance in percent (255 when
+    /// unknown), so a frame is sent only when one of them changed.
+    fn said(&self) -> u64 {
+        const UNKNOWN_WAIT: u64 = (1 << 48) - 1;
+        let wait = self
+            .wait
+            .map_or(UNKNOWN_WAIT, |w| w.0.min(UNKNOWN_WAIT - 1));
+        let chance = self
+            .chance
+            .map_or(255, |c| (c * 100.0).round().clamp(0.0, 100.0) as u64);
+        (wait << 8) | chance
+    }
+
+    fn from_snapshot(snapshot: &Snapshot, position: u64) -> Self {
+        Place {
+            position,
+            wait: snapshot.wait_estimate(position),
+            chance: snapshot.seat_chance(position),
+            seats_left: snapshot.seats_left,
+        }
+    }
 }
 
 impl Told {
@@ -319,16 +354,31 @@ async fn push(buyer: &Buyer, snapshot: &Snapshot, told: &mut Told, socket: &mut 
         .then(|| snapshot.position_hint(claims))
         .flatten();
     let sold_out = snapshot.state == EventState::SoldOut;
+    // A pre-queue ticket behind the pre-queue's served frontier has not been offered: told
+    // "sold out" from the snapshot like everyone else, with no backend call per socket.
+    let unreached = hint.is_some()
+        || (sold_out
+            && claims.pre_queue
+            && snapshot.epoch == claims.epoch
+            && buyer.admission.pre_rank(claims).is_some_and(|rank| {
+                snapshot
+                    .prequeue_served_through
+                    .is_none_or(|frontier| rank > frontier)
+            }));
     if let Some(status) = event_status {
         // Sold out can be a moment (lapsed holds give seats back): a ticket whose turn may
         // have come hears about its offer first, so offers are not skipped in queue order.
-        if !sold_out || hint.is_some() {
-            return send_status(told, socket, status).await;
+        if !sold_out || unreached {
+            // A pause keeps the line: the place (and its chance) go with the news.
+            let place = hint
+                .filter(|_| status == "paused")
+                .map(|p| Place::from_snapshot(snapshot, p));
+            return send_status_at(told, socket, status, place).await;
         }
     }
     if let Some(position) = hint {
-        let wait = snapshot.estimated_wait_s(position);
-        return send_position(told, socket, position, wait).await;
+        let place = Place::from_snapshot(snapshot, position);
+        return send_position(told, socket, place).await;
     }
     // Boxed: this backend call's future is large, and most ticks never make it.
     match Box::pin(buyer.admission.status(claims)).await {
@@ -338,7 +388,17 @@ async fn push(buyer: &Buyer, snapshot: &Snapshot, told: &mut Told, socket: &mut 
             }
             QueueStatus::Waiting => match status.position {
                 Some(position) => {
-                    send_position(told, socket, position, status.estimated_wait_s).await
+                    let wait = status
+                        .estimated_wait_s
+                        .zip(status.estimated_wait_range_s)
+                        .map(|(point, (low, high))| (point, low, high));
+                    let place = Place {
+                        position,
+                        wait,
+                        chance: status.seat_chance,
+                        seats_left: snapshot.seats_left,
+                    };
+                    send_position(told, socket, place).await
                 }
                 None => true,
             },
@@ -366,13 +426,20 @@ async fn push(buyer: &Buyer, snapshot: &Snapshot, told: &mut Told, socket: &mut 
     }
 }
 
-/// Still waiting: the place and the wait, when they changed.
-async fn send_position(
-    told: &mut Told,
-    socket: &mut WebSocket,
-    position: u64,
-    wait: Option<u64>,
-) -> bool {
+/// The position frame of API.md.
+fn position_frame(place: &Place) -> Value {
+    json!({
+        "type": "position",
+        "position": place.position,
+        "estimated_wait_s": place.wait.map(|w| w.0),
+        "estimated_wait_range_s": place.wait.map(|w| [w.1, w.2]),
+        "seat_chance": place.chance,
+        "seats_left": place.seats_left,
+    })
+}
+
+/// Still waiting: the place, the wait and the chance, when they changed.
+async fn send_position(told: &mut Told, socket: &mut WebSocket, place: Place) -> bool {
     if matches!(told.status, Some("paused" | "pre_queue" | "sold_out")) {
         told.status = None;
         if socket
@@ -383,20 +450,26 @@ async fn send_position(
             return false;
         }
     }
-    if told.position == Some(position) && told.wait == wait {
+    let said = place.said();
+    if told.position == Some(place.position) && told.said == said {
         return true;
     }
-    told.position = Some(position);
-    told.wait = wait;
-    socket
-        .send(text(
-            &json!({"type": "position", "position": position, "estimated_wait_s": wait}),
-        ))
-        .await
-        .is_ok()
+    told.position = Some(place.position);
+    told.said = said;
+    socket.send(text(&position_frame(&place))).await.is_ok()
 }
 
 async fn send_status(told: &mut Told, socket: &mut WebSocket, status: &'static str) -> bool {
+    send_status_at(told, socket, status, None).await
+}
+
+/// The event's or the ticket's status; while paused, with the place that is kept.
+async fn send_status_at(
+    told: &mut Told,
+    socket: &mut WebSocket,
+    status: &'static str,
+    place: Option<Place>,
+) -> bool {
     if told.status == Some(status) {
         return true;
     }
@@ -405,10 +478,12 @@ async fn send_status(told: &mut Told, socket: &mut WebSocket, status: &'static s
         // The token itself comes with the claim; nothing more to say here.
         return true;
     }
-    socket
-        .send(text(&json!({"type": "status", "status": status})))
-        .await
-        .is_ok()
+    let mut frame = json!({"type": "status", "status": status});
+    if let Some(place) = place {
+        frame["position"] = json!(place.position);
+        frame["seat_chance"] = json!(place.chance);
+    }
+    socket.send(text(&frame)).await.is_ok()
 }
 
 async fn claim(buyer: &Buyer, told: &mut Told, socket: &mut WebSocket) -> bool {

@@ -4,6 +4,7 @@
 pub const API_MD: &[(&str, &str)] = &[
     // Buyer API
     ("post", "/api/events/{event}/queue"),
+    ("get", "/api/events/{event}/queue/snapshot"),
     ("get", "/api/events/{event}/queue/status"),
     ("post", "/api/events/{event}/queue/claim"),
     ("get", "/api/events/{event}/queue/ws"),

@@ -1,0 +1,109 @@
+//! The public queue snapshot (`GET …/queue/snapshot`): the same for every buyer, so it is
+//! serialized once when a tick is published and every poll (or a CDN in front) answers with a
+//! copy of these bytes and their ETag. With its signed token a page computes its own place,
+//! wait range and chance of a seat from it.
+
+use bytes::Bytes;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::chance::SeatModel;
+use crate::snapshot::{EventState, Snapshot};
+
+/// The bytes of the public JSON and their strong ETag (quoted). Equal to any other `Public`:
+/// the bytes follow from the snapshot's other fields, which decide equality.
+#[derive(Clone, Debug, Default)]
+pub struct Public {
+    pub body: Bytes,
+    pub etag: String,
+}
+
+impl PartialEq for Public {
+    fn eq(&self, _: &Public) -> bool {
+        true
+    }
+}
+
+/// The body, field by field (API.md "queue snapshot"; names may grow, never change).
+#[derive(Serialize)]
+struct Body<'a> {
+    event: &'a str,
+    state: EventState,
+    /// `opens_at` has passed by the queue's clock: the pre-queue order is drawn.
+    opened: bool,
+    at: String,
+    /// The queue epoch: a token of another epoch asks `…/queue/status` once to re-register.
+    epoch: &'a str,
+    /// The highest FIFO join sequence offered: a FIFO token with `seq` has
+    /// `prequeue_left + seq − fifo_served_through − 1` buyers ahead.
+    fifo_served_through: u64,
+    /// The pre-queue score of the last pre-queue ticket offered (`null` before any): a
+    /// pre-queue token with a higher score has about `prequeue_left · (score − this) ÷ (1 −
+    /// this)` ahead.
+    prequeue_served_through: Option<f64>,
+    /// Still queued ahead of every FIFO arrival (the pre-queue not yet offered).
+    prequeue_left: u64,
+    waiting: u64,
+    served: u64,
+    outflow_per_min: Option<f64>,
+    /// The outflow's relative variation (wait range: `status::wait_estimate`).
+    outflow_spread: Option<f64>,
+    rate_per_min: u32,
+    seats_left: u64,
+    seats_held: u64,
+    seats_per_buyer: f64,
+    /// `chance(p)` for `p` ahead (`chance` module docs).
+    seat_model: Option<SeatModel>,
+    retry_after_s: u64,
+}
+
+/// How soon a page should read the snapshot again (its own place may ask it less often).
+pub(crate) fn retry_after_s(state: EventState) -> u64 {
+    match state {
+        EventState::Open => 2,
+        EventState::Paused => 5,
+        EventState::PreQueue | EventState::SoldOut => 10,
+        EventState::Closed => 60,
+    }
+}
+
+/// Serializes `snapshot` for every poller.
+pub(crate) fn render(snapshot: &Snapshot) -> Public {
+    let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(snapshot.at_ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default();
+    let body = Body {
+        event: &snapshot.event,
+        state: snapshot.state,
+        opened: snapshot.opened,
+        at,
+        epoch: &snapshot.epoch,
+        fifo_served_through: snapshot.cursor,
+        prequeue_served_through: snapshot.prequeue_served_through,
+        prequeue_left: snapshot.ahead_of_fifo,
+        waiting: snapshot.waiting,
+        served: snapshot.served,
+        outflow_per_min: snapshot.outflow_per_min.map(|f| (f * 10.0).round() / 10.0),
+        outflow_spread: snapshot
+            .outflow_per_min
+            .and(snapshot.outflow_spread)
+            .map(|s| (s * 1000.0).round() / 1000.0),
+        rate_per_min: snapshot.rate_per_min,
+        seats_left: snapshot.seats_left,
+        seats_held: snapshot.seats_held,
+        seats_per_buyer: snapshot.seats_per_buyer,
+        seat_model: snapshot.seat_model,
+        retry_after_s: retry_after_s(snapshot.state),
+    };
+    // Serializing plain numbers and strings cannot fail; an empty body would be answered as
+    // "no tick yet" rather than panic.
+    let body = serde_json::to_vec(&body).unwrap_or_default();
+    let digest = Sha256::digest(&body);
+    Public {
+        etag: format!("\"{}\"", hex::encode(&digest[..12])),
+        body: Bytes::from(body),
+    }
+}

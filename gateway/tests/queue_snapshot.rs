@@ -1,0 +1,208 @@
+//! The public queue snapshot and what waiting buyers are told from it: one cacheable body for
+//! everyone (ETag, 304, `public, max-age=1`), a place computed from it and a queue token that
+//! equals the per-token status, the wait as a range and the chance of a seat on the socket,
+//! a pause that keeps the line, and a sell-out told to every waiting socket.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use support::http::{Answer, DEADLINE};
+use support::tokens::claims;
+use support::{Backends, Gateway, TestApp, spawn_app};
+
+struct Polled {
+    answer: Answer,
+    etag: String,
+    cache_control: String,
+}
+
+async fn snapshot(app: &Gateway, event: &str, if_none_match: Option<&str>) -> Polled {
+    let mut request = app.request(Method::GET, &format!("/api/events/{event}/queue/snapshot"));
+    if let Some(tag) = if_none_match {
+        request = request.header("if-none-match", tag);
+    }
+    let response = request.send().await.unwrap();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (etag, cache_control) = (header("etag"), header("cache-control"));
+    Polled {
+        answer: Answer::from(response).await,
+        etag,
+        cache_control,
+    }
+}
+
+/// Polls the snapshot until `done` holds; returns that body.
+async fn snapshot_until(app: &Gateway, event: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = tokio::time::Instant::now();
+    loop {
+        let polled = snapshot(app, event, None).await;
+        assert_eq!(polled.answer.status, 200, "{:?}", polled.answer);
+        if done(&polled.answer.body) {
+            return polled.answer.body;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "snapshot never matched: {:?}",
+            polled.answer.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A FIFO token's place from the snapshot alone, as the page computes it.
+fn place_of(snapshot: &Value, token: &str) -> u64 {
+    let c = claims(token);
+    assert_eq!(c["pre"], false);
+    snapshot["prequeue_left"].as_u64().unwrap() + c["seq"].as_u64().unwrap()
+        - snapshot["fifo_served_through"].as_u64().unwrap()
+        - 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
+    let app = spawn_app(Backends::Embedded).await;
+    let event = app
+        .create_event(20, json!({"rate_per_min": 120, "max_active": 1000}))
+        .await;
+    let mut buyers = Vec::new();
+    for _ in 0..40 {
+        buyers.push(app.join_queue(&event).await);
+    }
+    // Offers have flowed long enough to measure the outflow.
+    snapshot_until(&app, &event, |s| s["outflow_per_min"].is_number()).await;
+
+    // A token's place from the snapshot equals its status, when no tick was published between
+    // the two reads (the second read answers 304 with the first's ETag).
+    let last = buyers.last().unwrap();
+    let (status, body) = loop {
+        let first = snapshot(&app, &event, None).await;
+        assert_eq!(first.answer.status, 200);
+        assert_eq!(first.cache_control, "public, max-age=1");
+        assert!(first.answer.content_type.starts_with("application/json"));
+        assert!(
+            first.etag.starts_with('"') && first.etag.len() > 2,
+            "{}",
+            first.etag
+        );
+        let status = app.queue_status(last).await.expect(200);
+        let second = snapshot(&app, &event, Some(&first.etag)).await;
+        if second.answer.status == 304 {
+            assert_eq!(second.etag, first.etag);
+            assert!(second.answer.text.is_empty(), "a 304 has no body");
+            break (status.body, first.answer.body);
+        }
+    };
+    for field in [
+        "state",
+        "fifo_served_through",
+        "prequeue_served_through",
+        "outflow_per_min",
+        "rate_per_min",
+        "seats_left",
+        "seats_per_buyer",
+        "retry_after_s",
+    ] {
+        assert!(body.get(field).is_some(), "{field} missing from {body}");
+    }
+    assert_eq!(body["rate_per_min"], 120);
+    assert_eq!(body["seats_left"], 20);
+    assert_eq!(status["status"], "waiting");
+    assert_eq!(status["position"], place_of(&body, &last.queue_token));
+    let chance = status["seat_chance"].as_f64().expect("a chance");
+    assert!((0.0..=1.0).contains(&chance), "{status}");
+    let range = status["estimated_wait_range_s"]
+        .as_array()
+        .expect("a range");
+    assert!(range[0].as_u64() < range[1].as_u64(), "{status}");
+
+    // Unknown events: 404 problem+json, and the snapshot of one costs nothing lasting.
+    let unknown = snapshot(&app, "no-such-event", None).await;
+    unknown.answer.expect_problem(404, "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_keeps_the_line_and_an_offer_made_before_it() {
+    let app = spawn_app(Backends::Embedded).await;
+    let event = app
+        .create_event(
+            20,
+            json!({"rate_per_min": 1, "max_active": 1000, "offer_s": 60}),
+        )
+        .await;
+    let first = app.join_queue(&event).await;
+    app.poll_until(&first, "offered").await;
+    let second = app.join_queue(&event).await;
+    app.tune(&event, json!({"paused": true})).await.expect(200);
+    snapshot_until(&app, &event, |s| s["state"] == "paused").await;
+
+    let during = app.join_queue_raw(&event).await.expect(201);
+    assert_eq!(during.body["status"], "paused", "{during:?}");
+    assert_eq!(
+        during.body["position"], 1,
+        "behind the buyer already waiting"
+    );
+    let st = app.queue_status(&second).await.expect(200);
+    assert_eq!(st.body["status"], "paused");
+    assert_eq!(st.body["position"], 0);
+    assert!(st.body["estimated_wait_range_s"].is_null(), "{st:?}");
+
+    // The offer made before the pause is claimed during it.
+    app.claim(&first).await;
+}
+
+/// A waiting socket hears its place with a wait range and a chance, and sold out at the
+/// tick after the last seat is sold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_says_range_and_chance_then_sold_out() {
+    let app: TestApp = spawn_app(Backends::Embedded).await;
+    let event = app
+        .create_event(1, json!({"rate_per_min": 600, "max_active": 1}))
+        .await;
+    let buyer = app.join_queue(&event).await;
+    let offered = app.poll_until(&buyer, "offered").await;
+    assert!(
+        offered.body["seat_chance"].as_f64().is_some(),
+        "{offered:?}"
+    );
+    let waiting = app.join_queue(&event).await;
+    let mut socket = app.open_socket(&waiting).await;
+    let frame = socket.next_of("position").await;
+    assert_eq!(frame["position"], 0);
+    assert!(frame.get("estimated_wait_range_s").is_some(), "{frame}");
+    let chance = frame["seat_chance"].as_f64().expect("a chance");
+    assert!((0.0..=1.0).contains(&chance), "{frame}");
+
+    let admitted = app.claim(&buyer).await;
+    let held = app
+        .hold(&admitted, &[support::buyer::seat(1)])
+        .await
+        .expect(201);
+    let hold = held.str("hold_id");
+    app.checkout(&admitted, &hold, "pm_card_visa", "key-1")
+        .await
+        .expect(202);
+    app.wait_confirmed(&admitted, &hold).await;
+    loop {
+        let message = socket.next().await.expect("socket open");
+        if message["type"] == "status" && message["status"] == "sold_out" {
+            break;
+        }
+    }
+    let body = snapshot_until(&app, &event, |s| s["state"] == "sold_out").await;
+    assert_eq!(body["seats_left"], 0);
+    let st = app.queue_status(&waiting).await.expect(200);
+    assert_eq!(st.body["status"], "sold_out");
+    assert_eq!(st.body["seat_chance"], 0.0);
+}

@@ -1,0 +1,118 @@
+// A buyer's place, wait and chance of a seat, computed on the page from the public queue
+// snapshot (the same for everyone, cacheable) and the buyer's own signed queue token: the
+// gateway does per-buyer work only when the turn may have come. The formulas are the server's
+// (admission/src/status.rs and chance.rs), so the page and `…/queue/status` agree.
+
+/** The queue token's claims (its payload is readable; the server checks the signature). */
+export function tokenClaims(token) {
+  try {
+    const part = String(token).split('.')[1];
+    const b64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
+    const c = JSON.parse(atob(b64));
+    return { seq: Number(c.seq), pre: !!c.pre, epoch: c.ep, ticket: c.tid };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A pre-queue ticket's score: the top 52 bits of HMAC-SHA256(seed, ticket) as a fraction in
+ * [0, 1) (admission/src/fairness.rs `pre_score`). `null` where WebCrypto is missing (a plain
+ * HTTP page away from localhost): the page then asks the server.
+ */
+export async function preScore(seed, ticket) {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) return null;
+  const enc = new TextEncoder();
+  const key = await subtle.importKey('raw', enc.encode(seed), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const mac = await subtle.sign('HMAC', key, enc.encode(ticket));
+  const top = new DataView(mac).getBigUint64(0) >> 12n;
+  return Number(top) / 2 ** 52;
+}
+
+/**
+ * Buyers ahead of this token by the snapshot, or `null` when the snapshot cannot tell (the
+ * turn may have come, the place was re-registered in a new epoch, or the pre-queue score is
+ * unknown). FIFO places are exact; pre-queue places are the expected rank among the pre-queue
+ * still waiting, between the served frontier and 1.
+ */
+export function placeFromSnapshot(snap, claims, score) {
+  if (!snap || !claims || !snap.opened || snap.epoch !== claims.epoch) return null;
+  const left = Number(snap.prequeue_left) || 0;
+  if (!claims.pre) {
+    const served = Number(snap.fifo_served_through) || 0;
+    return claims.seq > served ? left + claims.seq - served - 1 : null;
+  }
+  if (typeof score !== 'number') return null;
+  const frontier = typeof snap.prequeue_served_through === 'number' ? snap.prequeue_served_through : 0;
+  if (score <= frontier || left === 0) return null;
+  return Math.floor((left * (score - frontier)) / (1 - frontier));
+}
+
+/** [point, low, high] seconds for `position` ahead (status.rs `wait_estimate`), or null. */
+export function waitEstimate(snap, position) {
+  const perMin = snap?.outflow_per_min;
+  if (typeof perMin !== 'number' || perMin <= 0 || typeof position !== 'number') return null;
+  const spread = Math.min(0.4, Math.max(0.1, typeof snap.outflow_spread === 'number' ? snap.outflow_spread : 0.4));
+  const point = (position + 1) / (perMin / 60);
+  const low = Math.floor(point / (1 + 2 * spread));
+  const high = Math.max(Math.ceil(point / (1 - 2 * spread)), low + 1);
+  return [Math.ceil(point), low, high];
+}
+
+/** Φ(z), Abramowitz and Stegun 7.1.26, as chance.rs computes it. */
+function normalCdf(z) {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  const erf = 1 - poly * Math.exp(-x * x);
+  return z >= 0 ? 0.5 * (1 + erf) : 0.5 * (1 - erf);
+}
+
+/** The chance (0–1, two decimals) that `position` buyers ahead leave a seat (chance.rs). */
+export function seatChance(snap, position) {
+  if (!snap || typeof position !== 'number') return null;
+  if (snap.state === 'sold_out') return 0;
+  if (snap.state !== 'open' && snap.state !== 'paused') return null;
+  const m = snap.seat_model;
+  if (!m) return null;
+  const mean = m.seats_for_queue - position * m.per_place - 0.5;
+  const variance = m.base_var + position * m.per_place_var + position * position * m.estimate_var;
+  return Math.round(normalCdf(mean / Math.sqrt(Math.max(variance, 1e-9))) * 100) / 100;
+}
+
+/** Seconds until the next snapshot read: the snapshot's own, longer far back (status.rs). */
+export function nextReadS(snap, position, estimate) {
+  const floor = Number(snap?.retry_after_s) || 5;
+  if (snap?.state !== 'open' || typeof position !== 'number') return floor;
+  let byPlace = Math.min(2 + Math.floor(position / 100), 120);
+  if (estimate) byPlace = Math.min(byPlace, Math.max(Math.floor(estimate[1] / 2), 1));
+  return Math.max(floor, byPlace);
+}
+
+/**
+ * What the snapshot tells this buyer, in the socket's message shapes; `null` when only the
+ * server can say (then the page asks `…/queue/status` once).
+ */
+export function updateFromSnapshot(snap, claims, score) {
+  if (!snap) return null;
+  if (snap.state === 'closed') return { type: 'status', status: 'closed' };
+  if (!snap.opened) return claims?.pre ? { type: 'status', status: 'pre_queue' } : null;
+  const position = placeFromSnapshot(snap, claims, score);
+  if (position === null) return null;
+  // Near the front the page asks the server, which knows of its offer to the second.
+  const perPoll = ((Number(snap.outflow_per_min) || 0) / 60) * 4;
+  if (position < Math.max(3, perPoll)) return null;
+  if (snap.state === 'sold_out') return { type: 'status', status: 'sold_out' };
+  const chance = seatChance(snap, position);
+  if (snap.state === 'paused') return { type: 'status', status: 'paused', position, seat_chance: chance };
+  const estimate = waitEstimate(snap, position);
+  return {
+    type: 'position',
+    position,
+    estimated_wait_s: estimate ? estimate[0] : null,
+    estimated_wait_range_s: estimate ? [estimate[1], estimate[2]] : null,
+    seat_chance: chance,
+    seats_left: snap.seats_left,
+  };
+}

@@ -1,0 +1,63 @@
+// The waiting page computes its own place, wait range and chance of a seat from the public
+// queue snapshot and its signed token, and says the chance in plain words.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+let browser;
+before(async () => { browser = await h.launch(); });
+after(async () => { await browser?.close(); });
+
+const num = (text) => (/next/i.test(text) ? 0 : Number(text.replace(/[^\d]/g, '')));
+
+test('the waiting page shows place, wait range and chance from the snapshot', { timeout: 90000 }, async () => {
+  // Twenty seats, forty buyers ahead, one offer every three seconds.
+  const event = await h.createEvent('snapshot', { rows: 1, perRow: 20, admission: { rate_per_min: 20, max_active: 1000 } });
+  for (let i = 0; i < 4; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
+  const context = await browser.newContext();
+  // Polling only, so every figure on the page comes from the snapshot.
+  await context.addInitScript(() => {
+    window.WebSocket = class {
+      constructor() {
+        throw new Error('WebSockets are blocked here');
+      }
+    };
+    window.WebSocket.OPEN = 1;
+  });
+  const page = await h.openPage(browser, `/events/${event}`, { context });
+  const statusReads = [];
+  page.on('request', (req) => {
+    if (/\/queue\/status$/.test(new URL(req.url()).pathname)) statusReads.push(req.url());
+  });
+  await h.waitForView(page, 'landing');
+  await page.click('#join');
+  await h.waitForView(page, 'waiting');
+  // Once the outflow is measured the wait reads as a range.
+  await page.waitForFunction(() => /\d+–\d+ min/.test(document.getElementById('wait').textContent), null, { timeout: 30000 });
+  // Hold the line still, then let the page read once more.
+  await h.setAdmission(event, { rate_per_min: 0 });
+  await h.sleep(4500);
+
+  const snap = await h.api('GET', `/api/events/${event}/queue/snapshot`);
+  assert.equal(snap.status, 200);
+  const { token } = await page.evaluate((ev) => JSON.parse(localStorage.getItem(`floodgate:${ev}:queue`)), event);
+  const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+  const place = snap.body.prequeue_left + claims.seq - snap.body.fifo_served_through - 1;
+  assert.equal(num(await page.textContent('#position')), place, `the page's place is the snapshot's: ${JSON.stringify(snap.body)}`);
+  const st = await h.api('GET', `/api/events/${event}/queue/status`, { token });
+  assert.equal(st.body.position, place, 'the status agrees');
+  const [lo, hi] = (await page.textContent('#wait')).match(/\d+/g).map(Number);
+  assert.ok(lo < hi, `a range: ${lo}–${hi}`);
+  const [slo, shi] = st.body.estimated_wait_range_s;
+  assert.ok(lo <= Math.ceil(slo / 60) && hi >= Math.floor(shi / 60), `page ${lo}–${hi} min, server ${slo}–${shi} s`);
+  const chance = await page.textContent('#chance');
+  const words = await page.evaluate(async ([c, seats, ahead]) => (await import('/static/messages.js')).chanceWords(c, seats, ahead),
+    [st.body.seat_chance, snap.body.seats_left, place]);
+  assert.equal(chance, words, `the server's chance ${st.body.seat_chance} in words`);
+  assert.match(chance, /unlikely: 20 seats left for \d+ people ahead of you/);
+  assert.deepEqual(statusReads, [], 'far back, the page never asked its per-token status');
+  assert.deepEqual(page.errors, []);
+  await context.close();
+});
