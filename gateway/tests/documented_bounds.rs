@@ -211,12 +211,9 @@ async fn null_is_not_absent() {
     let app = spawn_app(Backends::Embedded).await;
     for field in ["max_seats_per_hold", "opens_at", "currency"] {
         let event = fresh_id();
-        create(
-            &app,
-            &json!({"event": event, "name": "Nulls", field: null}),
-        )
-        .await
-        .expect_problem(400, "bad_request");
+        create(&app, &json!({"event": event, "name": "Nulls", field: null}))
+            .await
+            .expect_problem(400, "bad_request");
         assert!(!exists(&app, &event).await, "{field}");
     }
     let event = app.create_event(1, json!({})).await;

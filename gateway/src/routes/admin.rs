@@ -92,10 +92,10 @@ pub(crate) async fn create(
     positive("offer_s", request.admission.offer_s, &mut spec.offer_s)?;
     // A session must outlive a hold's longest life plus its payment's abandon deadline. The
     // store judges each bound, then the rules between settings (`NewEvent::validate`).
-    spec.session_s = request
-        .admission
-        .session_s
-        .unwrap_or(spec.session_s.max(spec.max_hold_s.saturating_add(spec.abandon_s)));
+    spec.session_s = request.admission.session_s.unwrap_or(
+        spec.session_s
+            .max(spec.max_hold_s.saturating_add(spec.abandon_s)),
+    );
     if let Some(currency) = &request.currency {
         if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_alphabetic()) {
             return Err(Problem::bad_request("currency is a three-letter ISO code"));
