@@ -7,8 +7,11 @@ use std::sync::LazyLock;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use reservation::limits as l;
+
 use crate::auth::Caller;
-use crate::route_book::{Doc, Entry, book};
+use crate::route_book::{Doc, Entry, Param, book};
+use crate::routes::admin::{NAME_CHARS, ROW_CHARS, SEATS_PER_LIST, SECTION_CHARS};
 
 /// The document as served: built once.
 pub fn served() -> Bytes {
@@ -43,9 +46,12 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
         })
         .collect();
     for (name, schema, description) in doc.query {
-        let schema: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
         params.push(json!({"name": name, "in": "query", "required": false,
-                           "schema": schema, "description": description}));
+                           "schema": schema(), "description": description}));
+    }
+    for (name, schema, description) in doc.headers {
+        params.push(json!({"name": name, "in": "header", "required": true,
+                           "schema": schema(), "description": description}));
     }
     let success = match doc.response {
         Some(schema) => {
@@ -64,12 +70,52 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
             "4XX": {"description": "problem+json", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
         },
     });
-    if let Some(schema) = doc.request {
+    if let (Some(schema), Some(limit)) = (doc.request, entry.body_limit) {
         let mut body = json_of(schema);
         body["required"] = json!(true);
+        body["description"] = json!(format!("JSON, at most {limit} bytes"));
         operation["requestBody"] = body;
+        operation["responses"]["413"] = json!({
+            "description": format!("the body is over {limit} bytes"),
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        });
     }
     operation
+}
+
+/// A string, unconstrained (the queue token is judged by its signature, not its shape).
+pub(crate) fn any_string() -> Value {
+    json!({"type": "string"})
+}
+
+/// `older_than_s` of the stuck-payments list.
+pub(crate) fn stuck_age() -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": l::STUCK_S})
+}
+
+/// The WebSocket handshake (RFC 6455) as the server checks it: without it the answer is 400
+/// problem+json (426 where the connection cannot be upgraded), with it 101.
+pub(crate) const WEBSOCKET_HANDSHAKE: &[Param] = &[
+    ("Connection", connection_upgrade, "names `Upgrade`"),
+    ("Upgrade", upgrade_websocket, "`websocket`"),
+    ("Sec-WebSocket-Version", websocket_version, "`13`"),
+    (
+        "Sec-WebSocket-Key",
+        any_string,
+        "the client's nonce, echoed hashed",
+    ),
+];
+
+fn connection_upgrade() -> Value {
+    json!({"type": "string", "enum": ["Upgrade"]})
+}
+
+fn upgrade_websocket() -> Value {
+    json!({"type": "string", "enum": ["websocket"]})
+}
+
+fn websocket_version() -> Value {
+    json!({"type": "string", "enum": ["13"]})
 }
 
 pub fn document() -> Value {
@@ -107,7 +153,8 @@ pub fn document() -> Value {
                 "Hold": hold_schema(),
                 "HoldRequest": hold_request_schema(),
                 "CreateEvent": create_event_schema(),
-                "AdmissionSettings": admission_schema(),
+                "AdmissionSettings": admission_schema(0, true),
+                "NewEventAdmission": admission_schema(1, false),
                 "AddSeats": add_seats_schema(),
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
@@ -118,57 +165,75 @@ pub fn document() -> Value {
 fn hold_request_schema() -> Value {
     json!({"oneOf": [
         {"type": "object", "required": ["seats"], "additionalProperties": false,
-         "properties": {"seats": {"type": "array", "minItems": 1,
+         "properties": {"seats": {"type": "array", "minItems": 1, "maxItems": l::SEATS_PER_HOLD,
             "items": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}}}},
         {"type": "object", "required": ["section", "quantity"], "additionalProperties": false,
-         "properties": {"section": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1}}},
+         "properties": {"section": {"type": "string"},
+            "quantity": {"type": "integer", "minimum": 1, "maximum": l::SEATS_PER_HOLD}}},
     ]})
 }
 
-fn admission_schema() -> Value {
-    json!({"type": "object", "additionalProperties": false, "properties": {
-        "rate_per_min": {"type": "integer", "minimum": 0},
-        "max_active": {"type": "integer", "minimum": 0},
-        "session_s": {"type": "integer", "minimum": 1},
-        "offer_s": {"type": "integer", "minimum": 1},
+/// The admission settings: at creation (`flow_min` 1: an event starts with some outflow) and
+/// as a live change (`flow_min` 0 stops new offers without pausing the line; a change names at
+/// least one setting). `session_s` must also be at least the event's `max_hold_s + abandon_s`,
+/// a rule across fields (and, live, across the stored event) that JSON Schema cannot state.
+fn admission_schema(flow_min: i64, is_change: bool) -> Value {
+    let mut schema = json!({"type": "object", "additionalProperties": false, "properties": {
+        "rate_per_min": {"type": "integer", "minimum": flow_min, "maximum": l::RATE_PER_MIN},
+        "max_active": {"type": "integer", "minimum": flow_min, "maximum": l::MAX_ACTIVE},
+        "session_s": {"type": "integer", "minimum": 1, "maximum": l::SESSION_S,
+            "description": "at least the event's max_hold_s + abandon_s"},
+        "offer_s": {"type": "integer", "minimum": 1, "maximum": l::OFFER_S},
         "paused": {"type": "boolean"},
-    }})
+    }});
+    if is_change {
+        schema["minProperties"] = json!(1);
+    }
+    schema
 }
+
+/// A name: 1-200 characters, one of them at least not white space (Unicode `White_Space`,
+/// as Rust's `char::is_whitespace` reads it).
+const NOT_ALL_BLANK: &str = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 
 fn create_event_schema() -> Value {
     json!({"type": "object", "required": ["event", "name"], "additionalProperties": false,
     "properties": {
         "event": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
-        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "name": {"type": "string", "minLength": 1, "maxLength": NAME_CHARS, "pattern": NOT_ALL_BLANK},
         "opens_at": {"type": "string", "format": "date-time"},
-        "hold_ttl_s": {"type": "integer", "minimum": 1},
-        "max_hold_s": {"type": "integer", "minimum": 1},
-        "max_seats_per_hold": {"type": "integer", "minimum": 1},
-        "resolve_s": {"type": "integer", "minimum": 1},
-        "abandon_s": {"type": "integer", "minimum": 1},
+        "hold_ttl_s": {"type": "integer", "minimum": 1, "maximum": l::HOLD_S,
+            "description": "at most max_hold_s"},
+        "max_hold_s": {"type": "integer", "minimum": 1, "maximum": l::HOLD_S},
+        "max_seats_per_hold": {"type": "integer", "minimum": 1, "maximum": l::SEATS_PER_HOLD},
+        "resolve_s": {"type": "integer", "minimum": 1, "maximum": l::RESOLVE_S},
+        "abandon_s": {"type": "integer", "minimum": 1, "maximum": l::ABANDON_S},
         "currency": {"type": "string", "pattern": "^[A-Za-z]{3}$"},
-        "admission": {"$ref": "#/components/schemas/AdmissionSettings"},
+        "admission": {"$ref": "#/components/schemas/NewEventAdmission"},
     }})
 }
 
 fn add_seats_schema() -> Value {
     json!({"oneOf": [
         {"type": "object", "required": ["seats"], "additionalProperties": false,
-         "properties": {"seats": {"type": "array", "minItems": 1, "maxItems": 10000, "items": {
+         "properties": {"seats": {"type": "array", "minItems": 1, "maxItems": SEATS_PER_LIST, "items": {
             "type": "object", "required": ["seat_id", "section", "price_cents"], "additionalProperties": false,
             "properties": {
                 "seat_id": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
-                "section": {"type": "string", "minLength": 1, "maxLength": 64},
-                "row": {"type": "string"}, "number": {"type": "integer"},
-                "price_cents": {"type": "integer", "minimum": 0}}}}}},
+                "section": {"type": "string", "minLength": 1, "maxLength": SECTION_CHARS},
+                "row": {"type": "string", "maxLength": ROW_CHARS},
+                "number": {"type": "integer", "minimum": 0, "maximum": l::SEAT_NUMBER},
+                "price_cents": {"type": "integer", "minimum": 0, "maximum": l::PRICE_CENTS}}}}}},
         {"type": "object", "required": ["generate"], "additionalProperties": false,
          "properties": {"generate": {
             "type": "object", "required": ["section", "rows", "per_row", "price_cents"], "additionalProperties": false,
+            "description": format!("rows × per_row at most {}", l::SEATS_PER_REQUEST),
             "properties": {
                 "section": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,40}$"},
-                "rows": {"type": "integer", "minimum": 1}, "per_row": {"type": "integer", "minimum": 1},
-                "price_cents": {"type": "integer", "minimum": 0}}}}},
-    ]})
+                "rows": {"type": "integer", "minimum": 1, "maximum": l::ROWS},
+                "per_row": {"type": "integer", "minimum": 1, "maximum": l::PER_ROW},
+                "price_cents": {"type": "integer", "minimum": 0, "maximum": l::PRICE_CENTS}}}}},
+    ], "description": format!("An event holds at most {} seats.", l::SEATS_PER_EVENT)})
 }
 
 fn checkout_schema() -> Value {

@@ -10,7 +10,8 @@ use tower::Layer;
 use tower_http::services::ServeDir;
 
 use crate::auth::Caller;
-use crate::body::MAX_BODY;
+use crate::body::{MAX_BODY, SEAT_LIST_BODY};
+use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
     admin, events, health, holds, ops, orders, pages, payment_challenge, queue, session,
@@ -68,9 +69,15 @@ pub struct Doc {
     pub listed: bool,
     pub request: Option<&'static str>,
     pub response: Option<&'static str>,
-    /// Query parameters: (name, JSON schema as text, description).
-    pub query: &'static [(&'static str, &'static str, &'static str)],
+    /// Query parameters, each optional.
+    pub query: &'static [Param],
+    /// Header parameters, each required.
+    pub headers: &'static [Param],
 }
+
+/// A documented parameter: its name, its JSON schema (written in `openapi.rs`, where the
+/// bounds it states are taken from the ones the server enforces) and what it is.
+pub type Param = (&'static str, fn() -> serde_json::Value, &'static str);
 
 enum Mount {
     Handler(MethodRouter<AppState>),
@@ -134,14 +141,20 @@ impl Route {
                 request: None,
                 response: None,
                 query: &[],
+                headers: &[],
             },
             mount,
         }
     }
 
     /// The route takes a JSON body of the named schema, up to `MAX_BODY`.
-    fn body(mut self, schema: &'static str) -> Self {
-        self.entry.body_limit = Some(MAX_BODY);
+    fn body(self, schema: &'static str) -> Self {
+        self.body_up_to(schema, MAX_BODY)
+    }
+
+    /// The route takes a JSON body of the named schema, up to `limit` bytes.
+    fn body_up_to(mut self, schema: &'static str, limit: usize) -> Self {
+        self.entry.body_limit = Some(limit);
         self.doc.request = Some(schema);
         self
     }
@@ -152,8 +165,13 @@ impl Route {
         self
     }
 
-    fn query(mut self, params: &'static [(&'static str, &'static str, &'static str)]) -> Self {
+    fn query(mut self, params: &'static [Param]) -> Self {
         self.doc.query = params;
+        self
+    }
+
+    fn headers(mut self, params: &'static [Param]) -> Self {
+        self.doc.headers = params;
         self
     }
 
@@ -229,7 +247,8 @@ pub fn book() -> Vec<Route> {
             101,
             waiting_room::upgrade,
         )
-        .query(&[("token", r#"{"type": "string"}"#, "the queue token")]),
+        .query(&[("token", openapi::any_string, "the queue token")])
+        .headers(openapi::WEBSOCKET_HANDSHAKE),
         // Public reads.
         Route::new(
             Get,
@@ -355,7 +374,8 @@ pub fn book() -> Vec<Route> {
             200,
             admin::seats,
         )
-        .body("AddSeats"),
+        // A list of up to 10,000 seats is larger than any other body.
+        .body_up_to("AddSeats", SEAT_LIST_BODY),
         Route::new(
             Patch,
             "/api/admin/events/{event}/admission",
@@ -386,7 +406,7 @@ pub fn book() -> Vec<Route> {
         )
         .query(&[(
             "older_than_s",
-            r#"{"type": "integer", "minimum": 0}"#,
+            openapi::stuck_age,
             "seconds in `paying` (default 60)",
         )]),
         Route::new(
@@ -499,8 +519,14 @@ pub struct Edge {
 
 /// The router of every route in the book, each behind its own edge layer.
 pub fn router(state: AppState) -> Router {
+    let book = book();
+    let ceiling = book
+        .iter()
+        .filter_map(|route| route.entry.body_limit)
+        .max()
+        .unwrap_or(MAX_BODY);
     let mut router = Router::new();
-    for route in book() {
+    for route in book {
         let edge = axum::middleware::from_fn_with_state(
             Edge {
                 app: state.clone(),
@@ -516,7 +542,7 @@ pub fn router(state: AppState) -> Router {
     router
         // Bodies are read at the edge within each route's limit; this is the ceiling for
         // anything that would read one again.
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::extract::DefaultBodyLimit::max(ceiling))
         .fallback(crate::errors::no_such_route)
         .method_not_allowed_fallback(crate::errors::method_not_allowed)
         .with_state(state)

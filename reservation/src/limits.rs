@@ -32,6 +32,9 @@ pub const MAX_ACTIVE: i64 = 1_000_000;
 pub const SESSION_S: i64 = 604_800;
 /// How long an offer waits to be claimed (one day).
 pub const OFFER_S: i64 = 86_400;
+/// The age an organizer may ask stuck payments to be older than (one year): past the longest
+/// life a payment attempt can have, and far from overflowing when turned into milliseconds.
+pub const STUCK_S: i64 = 31_536_000;
 
 /// `value` within `min..=max`, or the typed refusal naming the field and its bounds.
 pub(crate) fn within(field: &'static str, value: i64, min: i64, max: i64) -> Result<(), Error> {

@@ -198,12 +198,13 @@ impl Store {
     }
 
     /// Attempts still open (pending, ambiguous, authorized) that began more than
-    /// `older_than_s` seconds ago: "stuck in paying".
+    /// `older_than_s` seconds ago (0 to `limits::STUCK_S`): "stuck in paying".
     pub async fn stuck(
         &self,
         event: &EventId,
         older_than_s: i64,
     ) -> Result<Vec<PaymentAttempt>, Error> {
+        crate::limits::within("older_than_s", older_than_s, 0, crate::limits::STUCK_S)?;
         sqlx::query(self.sql(concat!(
             "select ",
             attempt_columns!(),

@@ -17,6 +17,19 @@ use crate::state::AppState;
 
 const ACTOR: &str = "organizer";
 
+/// An event's name: 1-200 characters (as the document counts them: characters, not bytes),
+/// at least one of them not white space (the name is stored trimmed).
+pub(crate) const NAME_CHARS: usize = 200;
+/// A listed seat's section and row label, in characters.
+pub(crate) const SECTION_CHARS: usize = 64;
+pub(crate) const ROW_CHARS: usize = 64;
+/// Seats one listed upload may carry (a larger block is `generate`d).
+pub(crate) const SEATS_PER_LIST: usize = 10_000;
+
+fn is_name(name: &str) -> bool {
+    name.chars().count() <= NAME_CHARS && name.chars().any(|c| !c.is_whitespace())
+}
+
 fn positive(name: &str, value: Option<i64>, into: &mut i64) -> Result<(), Problem> {
     match value {
         Some(v) if v <= 0 => Err(Problem::bad_request(format!("{name} must be positive"))),
@@ -45,8 +58,10 @@ pub(crate) async fn create(
 ) -> Result<Response, Problem> {
     let request = &body.value;
     let id = request.event.parse::<EventId>()?;
-    if request.name.trim().is_empty() || request.name.len() > 200 {
-        return Err(Problem::bad_request("name must be 1-200 characters"));
+    if !is_name(&request.name) {
+        return Err(Problem::bad_request(
+            "name must be 1-200 characters, not all blank",
+        ));
     }
     let mut spec = NewEvent::new(id.clone(), request.name.trim());
     if let Some(opens_at) = &request.opens_at {
@@ -75,21 +90,12 @@ pub(crate) async fn create(
         &mut spec.max_active,
     )?;
     positive("offer_s", request.admission.offer_s, &mut spec.offer_s)?;
-    // A session must outlive a hold's longest life plus its payment's abandon deadline.
-    spec.session_s = request
-        .admission
-        .session_s
-        .unwrap_or(spec.session_s.max(spec.max_hold_s + spec.abandon_s));
-    if spec.session_s < spec.max_hold_s + spec.abandon_s {
-        return Err(Problem::bad_request(
-            "session_s must be at least max_hold_s + abandon_s",
-        ));
-    }
-    if spec.hold_ttl_s > spec.max_hold_s {
-        return Err(Problem::bad_request(
-            "hold_ttl_s must not exceed max_hold_s",
-        ));
-    }
+    // A session must outlive a hold's longest life plus its payment's abandon deadline. The
+    // store judges each bound, then the rules between settings (`NewEvent::validate`).
+    spec.session_s = request.admission.session_s.unwrap_or(
+        spec.session_s
+            .max(spec.max_hold_s.saturating_add(spec.abandon_s)),
+    );
     if let Some(currency) = &request.currency {
         if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_alphabetic()) {
             return Err(Problem::bad_request("currency is a three-letter ISO code"));
@@ -140,15 +146,17 @@ pub(crate) async fn seats(
             seats: Some(seats),
             generate: None,
         } => {
-            if seats.is_empty() || seats.len() > 10_000 {
+            if seats.is_empty() || seats.len() > SEATS_PER_LIST {
                 return Err(Problem::bad_request("give 1-10,000 seats per request"));
             }
             let list = seats
                 .into_iter()
                 .map(|s| {
-                    if s.price_cents < 0 || s.section.is_empty() || s.section.len() > 64 {
+                    if !(1..=SECTION_CHARS).contains(&s.section.chars().count())
+                        || s.row.chars().count() > ROW_CHARS
+                    {
                         return Err(Problem::bad_request(
-                            "each seat needs a section and a price of 0 or more",
+                            "each seat needs a section of 1-64 characters and a row of at most 64",
                         ));
                     }
                     Ok(NewSeat {
@@ -309,11 +317,9 @@ pub(crate) async fn stuck(
     Query(query): Query<StuckQuery>,
 ) -> Result<Response, Problem> {
     let older_than_s = query.older_than_s.unwrap_or(60);
-    if older_than_s < 0 {
-        return Err(Problem::bad_request("older_than_s must be 0 or more"));
-    }
-    state.store.get_event(&event).await?;
+    // The bound is judged first (400 `out_of_range`), then whether the event exists.
     let attempts = state.store.stuck(&event, older_than_s).await?;
+    state.store.get_event(&event).await?;
     // Shown, not decided on: the reconciler acts on the database's clock; a second of skew
     // only moves when the flag appears.
     let overdue_before_ms =
