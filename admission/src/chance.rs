@@ -25,7 +25,7 @@
 //! uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers drifts), and
 //! `base_var` the returns' own spread plus a half seat of rounding. The page computes the same
 //! from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26 approximation (error
-//! below 1.5e-7), written the same way in `static/chance.js`.
+//! below 1.5e-7), written the same way in `static/queue-snapshot.js`.
 
 use serde::Serialize;
 
