@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission::testing::ThrowawayRedis;
-use admission::{Admission, AdmissionDb, AdmissionError, EventState, QueueStatus};
+use admission::{Admission, AdmissionDb, EventState, QueueStatus};
 use support::{Harness, Kind, client};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -405,12 +405,17 @@ async fn pause_survives_a_wipe() {
     );
     let snap = h.tick().await.snapshot;
     assert_eq!(snap.state, EventState::Paused, "{snap:?}");
-    let err = h.refused_join().await;
-    assert!(matches!(err, AdmissionError::QueuePaused), "{err:?}");
+    // A pause keeps the line: a buyer joining now gets a place behind everyone.
+    let late = h.join().await;
+    assert_eq!(late.status, QueueStatus::Paused, "{late:?}");
 
     h.update(|c| c.paused = false);
     let after = h.run(200, TICK).await;
-    let want: Vec<u64> = waiting.iter().map(|j| j.claims.seq).collect();
+    let want: Vec<u64> = waiting
+        .iter()
+        .chain(std::iter::once(&late))
+        .map(|j| j.claims.seq)
+        .collect();
     assert_eq!(
         after, want,
         "offers continue in queue order, nobody skipped"

@@ -228,7 +228,7 @@ impl Store {
         sqlx::query(self.sql(
             "insert into admission_checkpoints \
              (event_id, epoch, join_seq, served, fifo_through, prequeue_through) \
-             values ($1, $2, $3, $4, $5, $6) \
+             values ($1, $2, $3, $4, $5, nullif(cast($6 as double precision), -1)) \
              on conflict (event_id) do update set \
              join_seq = case when admission_checkpoints.epoch = excluded.epoch \
                 then GREATEST(admission_checkpoints.join_seq, excluded.join_seq) else excluded.join_seq end, \
@@ -248,7 +248,9 @@ impl Store {
         .bind(checkpoint.join_seq)
         .bind(checkpoint.served)
         .bind(checkpoint.fifo_through)
-        .bind(checkpoint.prequeue_through)
+        // Always a number (-1: none yet; ranks lie in [0, 1)): a statement cached after
+        // binding NULL here was refused a later float by PostgreSQL now and then.
+        .bind(checkpoint.prequeue_through.unwrap_or(-1.0))
         .execute(&self.pool)
         .await?;
         Ok(())
