@@ -108,6 +108,17 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_JOINS", default_value_t = 64)]
     pub max_inflight_joins: usize,
 
+    /// Joins that may wait for a permit at once when all are in flight, in arrival order,
+    /// rather than being refused: a burst at opening keeps the order people came in. Beyond
+    /// it, or past `join_patience_ms`, a join is answered 503 `overloaded`. 0 turns it off.
+    #[arg(long, env = "FLOODGATE_JOIN_QUEUE", default_value_t = 4_096)]
+    pub join_queue: usize,
+
+    /// How long a join may wait in that line: a shed buyer comes back seconds later behind
+    /// everyone who came meanwhile, so waiting this long is the better answer.
+    #[arg(long, env = "FLOODGATE_JOIN_PATIENCE_MS", default_value_t = 2_000)]
+    pub join_patience_ms: u64,
+
     /// Status polls in flight at once (a budget apart from joins, so a join storm cannot
     /// shed the polls of buyers already waiting).
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_POLLS", default_value_t = 256)]
@@ -210,6 +221,8 @@ impl Config {
             max_inflight_sockets: 256,
             max_inflight_reservations: 128,
             admitted_queue: 4_096,
+            join_queue: 4_096,
+            join_patience_ms: 2_000,
             max_inflight_organizer: 16,
             max_inflight_reads: 128,
             request_timeout_s: 10,
@@ -240,6 +253,8 @@ impl Config {
             sockets: self.max_inflight_sockets.max(1),
             reservations: self.max_inflight_reservations.max(1),
             admitted_queue: self.admitted_queue,
+            join_queue: self.join_queue,
+            join_patience: std::time::Duration::from_millis(self.join_patience_ms),
             organizer: self.max_inflight_organizer.max(1),
             reads: self.max_inflight_reads.max(1),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_s.max(1)),

@@ -94,6 +94,9 @@ pub struct Budgets {
     pub reservations: usize,
     /// Admitted buyers' requests that may wait for a permit at once (see the module's doc).
     pub admitted_queue: usize,
+    /// Joins that may wait for a permit at once, and for how long (see `Limit::with_line`).
+    pub join_queue: usize,
+    pub join_patience: Duration,
     pub organizer: usize,
     pub reads: usize,
     /// Deadline of every request but WebSocket upgrades and organizer calls.
@@ -185,9 +188,12 @@ pub struct Limit {
     /// Permits only admitted buyers may take: the rest of the group is shed when no more than
     /// these are free.
     reserved: usize,
-    /// Admitted buyers' requests waiting for a permit now, and how many may.
+    /// Requests waiting for a permit now, and how many may.
     waiting: Arc<AtomicUsize>,
     max_waiting: usize,
+    /// Set when every request of the group may wait in line (for this long), not only
+    /// admitted buyers'.
+    line_patience: Option<Duration>,
 }
 
 /// A quarter of the group's budget is kept for admitted buyers.
@@ -213,7 +219,18 @@ impl Limit {
             reserved: 0,
             waiting: Arc::new(AtomicUsize::new(0)),
             max_waiting: 0,
+            line_patience: None,
         }
+    }
+
+    /// Every request of the group may wait for a permit, up to `max_waiting` at once and for
+    /// at most `patience`, in arrival order (the semaphore is fair). For joins: a place in the
+    /// queue is given in the order joins reach the backend, so a burst answered by waiting
+    /// keeps arrival order where shedding it would send the early ones to the back.
+    fn with_line(mut self, max_waiting: usize, patience: Duration) -> Self {
+        self.max_waiting = max_waiting;
+        self.line_patience = Some(patience);
+        self
     }
 
     /// Admitted buyers may wait for a permit (up to `max_waiting` of them at once) and have a
@@ -236,8 +253,8 @@ impl Limit {
         permit
     }
 
-    /// An admitted buyer's permit: at once if one is free, else after waiting in line for at
-    /// most `patience`. `None` (counted as shed) only when the line is full or the wait ran out.
+    /// A permit at once if one is free, else after waiting in line for at most `patience`
+    /// (an admitted buyer's, or any request of a group with a line). `None` (counted as shed) only when the line is full or the wait ran out.
     pub(crate) async fn admit_waiting(
         &self,
         patience: Duration,
@@ -258,8 +275,13 @@ impl Limit {
             .ok()
             .and_then(Result::ok);
         drop(in_line);
-        metrics::histogram!("floodgate_admitted_wait_seconds", "group" => self.name)
-            .record(started.elapsed().as_secs_f64());
+        let waited = started.elapsed().as_secs_f64();
+        if self.line_patience.is_some() {
+            metrics::histogram!("floodgate_line_wait_seconds", "group" => self.name).record(waited);
+        } else {
+            metrics::histogram!("floodgate_admitted_wait_seconds", "group" => self.name)
+                .record(waited);
+        }
         self.pace.count(self.pace.now_s(), permit.is_none());
         permit
     }
@@ -295,7 +317,8 @@ pub struct Guard {
 impl Guard {
     pub fn new(budgets: &Budgets) -> Self {
         Self {
-            joins: Limit::new("joins", budgets.joins),
+            joins: Limit::new("joins", budgets.joins)
+                .with_line(budgets.join_queue, budgets.join_patience),
             polls: Limit::new("polls", budgets.polls),
             sockets: Limit::new("sockets", budgets.sockets),
             reservations: Limit::new("reservations", budgets.reservations)
@@ -342,13 +365,15 @@ pub(crate) async fn guard(guard: &Guard, group: Group, request: Request, next: N
         return next.run(request).await;
     };
     let admitted = crate::auth::carries_admission(request.extensions());
-    let permit = if admitted && limit.max_waiting > 0 {
+    let patience = match limit.line_patience {
+        Some(patience) => Some(patience),
         // Waiting is bounded by the request's deadline; the handler then gets its own.
-        limit
-            .admit_waiting(guard.timeout(group).unwrap_or(guard.request_timeout))
-            .await
-    } else {
-        limit.admit()
+        None if admitted => Some(guard.timeout(group).unwrap_or(guard.request_timeout)),
+        None => None,
+    };
+    let permit = match patience {
+        Some(patience) if limit.max_waiting > 0 => limit.admit_waiting(patience).await,
+        _ => limit.admit(),
     };
     let Some(permit) = permit else {
         if group.is_crowd() {
@@ -623,6 +648,47 @@ mod tests {
         assert_eq!(limit.waiting(), 0);
     }
 
+    /// A burst of joins beyond the budget waits in line and is served in arrival order; a
+    /// full line, or one that waited past its patience, is shed.
+    #[tokio::test]
+    async fn joins_wait_in_arrival_order_when_all_permits_are_out() {
+        let limit = Limit::new("joins", 1).with_line(3, Duration::from_secs(30));
+        let held = limit.admit_waiting(Duration::from_secs(1)).await;
+        assert!(held.is_some());
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for i in 0..3 {
+            let (line, served) = (limit.clone(), served.clone());
+            waiters.push(tokio::spawn(async move {
+                let permit = line.admit_waiting(Duration::from_secs(30)).await;
+                served.lock().unwrap().push(i);
+                permit.is_some()
+            }));
+            while limit.waiting() < i + 1 {
+                tokio::task::yield_now().await;
+            }
+        }
+        assert!(
+            limit.admit_waiting(Duration::from_secs(30)).await.is_none(),
+            "the fourth in a line of three is shed"
+        );
+        drop(held);
+        for waiter in waiters {
+            assert!(waiter.await.unwrap());
+        }
+        assert_eq!(*served.lock().unwrap(), vec![0, 1, 2]);
+        // One in flight and a patience that runs out: shed, and out of the line.
+        let held = limit.admit();
+        assert!(held.is_some());
+        assert!(
+            limit
+                .admit_waiting(Duration::from_millis(20))
+                .await
+                .is_none()
+        );
+        assert_eq!(limit.waiting(), 0);
+    }
+
     #[test]
     fn retry_after_spreads_the_shed_crowd_over_what_was_served() {
         let pace = Pace::new();
@@ -662,6 +728,8 @@ mod tests {
             sockets: 1,
             reservations: 1,
             admitted_queue: 0,
+            join_queue: 0,
+            join_patience: timeout,
             organizer: 1,
             reads: 1,
             request_timeout: timeout,

@@ -91,6 +91,7 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
     let app = spawn_app_with(Backends::Postgres, |config| {
         config.max_inflight_reservations = RESERVATIONS_BUDGET;
         config.max_inflight_joins = 4;
+        config.join_queue = 4;
         config.max_inflight_reads = 4;
     })
     .await;

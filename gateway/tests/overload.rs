@@ -76,6 +76,8 @@ fn check_shed(answer: &Answer) {
 async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
     let app = spawn_app_with(Backends::Postgres, |config| {
         config.max_inflight_joins = JOIN_BUDGET;
+        // A short line, so the flood overflows it and is shed.
+        config.join_queue = JOIN_BUDGET;
     })
     .await;
     let event = app

@@ -11,7 +11,9 @@
 # test build's debug binaries so nothing recompiles), SOAK_NICE=10 to run the soak itself at a
 # lower priority than the servers it measures, SOAK_PROXY=nginx to put nginx (deploy/nginx/, the
 # configuration the runbook ships) in front of the gateways: the soak's buyers and the payment
-# webhooks then go through it, and its CPU is counted with the servers'.
+# webhooks then go through it, and its CPU is counted with the servers'. SOAK_PERF=OUT.txt samples
+# every process on the machine with `perf` for the soak's length and writes the top consumers
+# (by process and function) there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -111,7 +113,30 @@ curl -fsS -X POST "$sim_url/_sim/knobs" -H 'content-type: application/json' -d "
   \"webhook_out_of_order\": true, \"reorder_window_ms\": 200
 }" >/dev/null
 
+# SOAK_PERF: a flat profile of the whole machine (gateway, PostgreSQL, Redis, nginx, the soak),
+# sampled 99 times a second per core; the report is written once the soak ends.
+perf_pid=""
+if [ -n "${SOAK_PERF:-}" ]; then
+  command -v perf >/dev/null || { echo "error: SOAK_PERF needs perf (apt-get install linux-perf)" >&2; exit 1; }
+  perf record -a -F 99 -o "$scratch/perf.data" -q 2>"$scratch/perf.log" &
+  perf_pid=$!
+fi
+
 # SOAK_NICE=N runs the soak at that niceness: on one small machine the load generator for a
 # 500k crowd costs more CPU than the gateway it measures, and would otherwise starve it.
+status=0
 nice -n "${SOAK_NICE:-0}" "$bin/soak" "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
-  --sim-url "$sim_url" --watch-pid "$watch" "$@"
+  --sim-url "$sim_url" --watch-pid "$watch" "$@" || status=$?
+if [ -n "$perf_pid" ]; then
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" 2>/dev/null || true
+  {
+    echo "# perf: every process on the machine during the soak, 99 samples/s per core"
+    echo "## by process"
+    perf report -i "$scratch/perf.data" --stdio --no-children --sort comm 2>/dev/null | grep -v '^#' | grep -v '^$' | head -15
+    echo "## by process and function (top 60)"
+    perf report -i "$scratch/perf.data" --stdio --no-children --sort comm,dso,symbol 2>/dev/null | grep -v '^#' | grep -v '^$' | head -60
+  } >"$SOAK_PERF"
+  echo "perf profile: $SOAK_PERF" >&2
+fi
+exit "$status"
