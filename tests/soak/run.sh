@@ -130,12 +130,20 @@ nice -n "${SOAK_NICE:-0}" "$bin/soak" "${gateway_urls[@]}" --organizer-key "$key
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid" 2>/dev/null || true
   wait "$perf_pid" 2>/dev/null || true
+  top() { perf report -i "$scratch/perf.data" --stdio --no-children --percentage absolute "$@" 2>/dev/null \
+    | grep -v '^#' | grep -v '^$' | sed 's/ *$//' | cut -c1-150 | head -"${PERF_TOP:-25}"; }
+  gateway_pids=$(IFS=,; echo "${pids[*]:1:$GATEWAYS}")
   {
-    echo "# perf: every process on the machine during the soak, 99 samples/s per core"
-    echo "## by process"
-    perf report -i "$scratch/perf.data" --stdio --no-children --sort comm 2>/dev/null | grep -v '^#' | grep -v '^$' | head -15
-    echo "## by process and function (top 60)"
-    perf report -i "$scratch/perf.data" --stdio --no-children --sort comm,dso,symbol 2>/dev/null | grep -v '^#' | grep -v '^$' | head -60
+    echo "# perf: every process on the machine during the soak, 99 samples/s per core;"
+    echo "# shares are of all samples (idle included)"
+    echo "## by command (tokio-rt-worker: the gateway, the soak and the simulator)"
+    top --sort comm
+    echo "## the gateway (pids $gateway_pids), by function"
+    top --pid "$gateway_pids" --sort dso,symbol
+    for comm in postgres redis-server nginx; do
+      echo "## $comm, by function"
+      top --comms "$comm" --sort dso,symbol
+    done
   } >"$SOAK_PERF"
   echo "perf profile: $SOAK_PERF" >&2
 fi
