@@ -76,7 +76,10 @@ pub async fn authenticate(
 /// waits for a permit rather than being shed (`overload.rs`).
 pub fn carries_admission(extensions: &axum::http::Extensions) -> bool {
     extensions.get::<Admitted>().is_some()
-        || matches!(extensions.get::<Reader>(), Some(Reader::Admitted(_)))
+        || matches!(
+            extensions.get::<Reader>(),
+            Some(Reader::Admitted(_) | Reader::Receipt { issued: true, .. })
+        )
 }
 
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -148,13 +151,21 @@ impl Admitted {
 #[derive(Clone, Debug)]
 pub enum Reader {
     Admitted(Admitted),
-    Receipt(String),
+    /// `issued`: the key carries this deployment's tag, so it is a buyer's who held seats (which
+    /// hold it opens, if any, is the database's to say).
+    Receipt {
+        key: String,
+        issued: bool,
+    },
 }
 
 impl Reader {
     async fn verify(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         if let Some(receipt) = receipt(&parts.headers) {
-            return Ok(Self::Receipt(receipt.to_owned()));
+            return Ok(Self::Receipt {
+                key: receipt.to_owned(),
+                issued: state.store.receipt_keys().is_issued(receipt),
+            });
         }
         Ok(Self::Admitted(Admitted::verify(parts, state).await?))
     }

@@ -56,6 +56,9 @@ pub struct Secrets {
     pub keys: KeyRing,
     pub organizer_key_hashes: Vec<[u8; 32]>,
     pub webhook_secret: String,
+    /// Tags receipt keys (`reservation::ReceiptKeys`): generated once and kept in the database,
+    /// so every instance and every restart tells issued keys alike.
+    pub receipt_secret: String,
     /// The organizer key this start generated, to be shown once on the terminal.
     pub generated_organizer_key: Option<String>,
 }
@@ -115,10 +118,15 @@ pub async fn load(config: &Config, store: &Store) -> anyhow::Result<Secrets> {
         }
     };
 
+    let receipt_secret = store
+        .setting_or_insert("receipt_secret", &random_hex(32))
+        .await?;
+
     Ok(Secrets {
         keys,
         organizer_key_hashes,
         webhook_secret,
+        receipt_secret,
         generated_organizer_key,
     })
 }

@@ -43,8 +43,9 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         &config.database_url,
         roots.as_ref().map(|r| r.path.as_path()),
     );
-    let store = Store::connect(&database_url, StoreOptions::default()).await?;
+    let mut store = Store::connect(&database_url, StoreOptions::default()).await?;
     let secrets = secrets::load(config, &store).await?;
+    store.set_receipt_secret(secrets.receipt_secret.as_bytes());
     if let Some(key) = &secrets.generated_organizer_key {
         // Shown once, on the terminal only: it is never logged and the database keeps its hash.
         eprintln!("\n  Organizer key (shown once; keep it): {key}\n");

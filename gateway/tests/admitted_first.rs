@@ -1,6 +1,6 @@
 //! Admitted buyers are never refused for load: while a crowd floods the cheap anonymous routes
-//! (joins, event reads, receipt reads of the reservations group), admitted buyers hold, read
-//! their session and hold, extend and release, all at once, through a reservations budget far smaller
+//! (joins, event reads, made-up receipt reads of the reservations group), admitted buyers hold,
+//! read their session and hold (with their token and with their receipt key), extend and release, all at once, through a reservations budget far smaller
 //! than their number. Every one of their requests gets a real answer (never 503): they wait in
 //! line for a permit while the anonymous traffic is what is shed.
 #![allow(clippy::unwrap_used)]
@@ -71,6 +71,7 @@ async fn shop(app: &support::Gateway, buyer: &Admitted, seat: String) -> Vec<Str
         return wrong;
     }
     let hold = held.str("hold_id");
+    let receipt = held.str("receipt_key");
     for _ in 0..ROUNDS {
         let session = app
             .send(
@@ -80,6 +81,15 @@ async fn shop(app: &support::Gateway, buyer: &Admitted, seat: String) -> Vec<Str
             .await;
         check("session", &session, 200);
         check("read hold", &app.read_hold(buyer, &hold).await, 200);
+        // With the receipt key alone, as the buyer will for days after paying: the key's tag
+        // tells it from the crowd's made-up ones, so it waits in line too.
+        let by_receipt = app
+            .send(
+                app.request(Method::GET, &format!("/api/holds/{hold}"))
+                    .header("floodgate-receipt", &receipt),
+            )
+            .await;
+        check("read hold by receipt", &by_receipt, 200);
         check("extend", &app.extend(buyer, &hold).await, 200);
     }
     check("release", &app.release(buyer, &hold).await, 204);

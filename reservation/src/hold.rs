@@ -327,7 +327,7 @@ impl Store {
             self.expire_holds(&mut tx, &serde_json::to_string(&previous)?)
                 .await?;
         }
-        let receipt_key = ids::receipt_key();
+        let receipt_key = self.receipts.issue();
         let total_cents: i64 = rows.iter().map(|r| r.price_cents).sum();
         let inserted = sqlx::query(self.sql(
             "insert into holds (hold_id, event_id, session_id, receipt_key, state, seats, total_cents, \

@@ -67,7 +67,7 @@ impl Store {
         json: &str,
     ) -> Result<Hold, Error> {
         let hold_id = ids::generate("h");
-        let receipt_key = ids::receipt_key();
+        let receipt_key = self.receipts.issue();
         // `fetch_all`, never `fetch_one`: sqlx's Any driver answers `fetch_one` at the first
         // row, before PostgreSQL has committed the statement, and the caller's next step (on
         // another connection) could miss what this one wrote.
@@ -95,7 +95,7 @@ impl Store {
         quantity: u32,
     ) -> Result<Option<Hold>, Error> {
         let hold_id = ids::generate("h");
-        let receipt_key = ids::receipt_key();
+        let receipt_key = self.receipts.issue();
         let answer = sqlx::query_as::<_, Answer>(HOLD_GA_SQL)
             .bind(session.as_str())
             .bind(section)

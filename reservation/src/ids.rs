@@ -105,12 +105,6 @@ pub(crate) fn trusted<T: TryFrom<String, Error = InvalidId>>(s: String) -> Resul
     T::try_from(s).map_err(|e| crate::Error::Storage(sqlx::Error::Decode(Box::new(e))))
 }
 
-/// 32 random bytes as hex: the unguessable key a buyer keeps to read a hold or order for days.
-pub(crate) fn receipt_key() -> String {
-    let bytes: [u8; 32] = rand::random();
-    hex::encode(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +122,5 @@ mod tests {
             Ok(HoldId("x".into())).map_err(|_: InvalidId| "")
         );
         assert!(generate("h").starts_with("h_"));
-        assert_eq!(receipt_key().len(), 64);
     }
 }

@@ -46,6 +46,7 @@ mod payment;
 mod payment_pg;
 pub mod payments;
 mod reads;
+mod receipt;
 pub mod reconcile;
 mod session;
 mod store;
@@ -65,6 +66,7 @@ pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId,
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
 pub use reads::{Counts, SeatView};
+pub use receipt::ReceiptKeys;
 pub use session::Session;
 pub use store::{Store, StoreOptions};
 pub use views::{AttemptState, Hold, HoldState, Order, PaymentAttempt};

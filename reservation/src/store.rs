@@ -8,6 +8,7 @@ use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 
 use crate::Error;
 use crate::dialect::{self, Dialect};
+use crate::receipt::ReceiptKeys;
 
 /// Limits applied to every connection (PostgreSQL) and to the pool.
 #[derive(Debug, Clone)]
@@ -43,6 +44,8 @@ impl Default for StoreOptions {
 pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) dialect: Dialect,
+    /// Issues the receipt keys of new holds (`receipt.rs`).
+    pub(crate) receipts: ReceiptKeys,
 }
 
 impl std::fmt::Debug for Store {
@@ -63,6 +66,17 @@ const RETRIES: u32 = 8;
 const IDLE_PING_AFTER: Duration = Duration::from_secs(1);
 
 impl Store {
+    /// Tags receipt keys under the deployment's `secret` from now on (every instance sharing a
+    /// database must use the same one). Until then a secret of this process alone is used.
+    pub fn set_receipt_secret(&mut self, secret: &[u8]) {
+        self.receipts = ReceiptKeys::new(secret);
+    }
+
+    /// What tells an issued receipt key from a made-up one.
+    pub fn receipt_keys(&self) -> &ReceiptKeys {
+        &self.receipts
+    }
+
     /// Connects to `postgres://…` or `sqlite:…` (the file is created if missing) and applies
     /// the embedded migrations.
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Store, Error> {
@@ -130,7 +144,11 @@ impl Store {
             .run(&pool)
             .await
             .map_err(|e| Error::Storage(sqlx::Error::Migrate(Box::new(e))))?;
-        Ok(Store { pool, dialect })
+        Ok(Store {
+            pool,
+            dialect,
+            receipts: ReceiptKeys::random(),
+        })
     }
 
     /// Which database this store talks to.

@@ -154,10 +154,10 @@ pub(crate) async fn read(
     reader: Reader,
 ) -> Result<Response, Problem> {
     let hold = match reader {
-        Reader::Receipt(receipt) => {
+        Reader::Receipt { key, .. } => {
             let hold = state
                 .store
-                .get_hold_by_receipt(&receipt)
+                .get_hold_by_receipt(&key)
                 .await
                 .map_err(|_| Problem::not_found("no such hold"))?;
             if hold.hold_id != hold_id {
