@@ -167,28 +167,6 @@ pub(crate) fn next_is_priority(
 /// The carry a lane split starts with (see `next_is_priority`).
 pub(crate) const CARRY_START: u32 = 1000;
 
-#[cfg(test)]
-mod tests {
-    use super::next_is_priority;
-
-    /// With both lanes waiting, the priority lane gets its share exactly (after its first
-    /// offer); with one lane empty the other takes every offer; a share of 0 gives none.
-    #[test]
-    fn the_split_follows_the_share() {
-        for permille in [0, 100, 300, 500, 1000] {
-            let mut carry = super::CARRY_START;
-            let priority = (0..10_000)
-                .filter(|_| next_is_priority(&mut carry, permille, true, true))
-                .count() as i64;
-            let expected = i64::from(permille) * 10;
-            assert!((priority - expected).abs() <= 1, "{permille}: {priority}");
-        }
-        let mut carry = 0;
-        assert!(next_is_priority(&mut carry, 0, true, false));
-        assert!(!next_is_priority(&mut carry, 1000, false, true));
-    }
-}
-
 pub(crate) enum Backend {
     Memory(memory::MemoryQueue),
     Redis(Box<redis::RedisQueue>),
@@ -261,5 +239,27 @@ impl Backend {
         now: Option<UnixMs>,
     ) -> Result<bool, BackendError> {
         dispatch!(self.recover(event, args, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_is_priority;
+
+    /// With both lanes waiting, the priority lane gets its share exactly (after its first
+    /// offer); with one lane empty the other takes every offer; a share of 0 gives none.
+    #[test]
+    fn the_split_follows_the_share() {
+        for permille in [0, 100, 300, 500, 1000] {
+            let mut carry = super::CARRY_START;
+            let priority = (0..10_000)
+                .filter(|_| next_is_priority(&mut carry, permille, true, true))
+                .count() as i64;
+            let expected = i64::from(permille) * 10;
+            assert!((priority - expected).abs() <= 1, "{permille}: {priority}");
+        }
+        let mut carry = 0;
+        assert!(next_is_priority(&mut carry, 0, true, false));
+        assert!(!next_is_priority(&mut carry, 1000, false, true));
     }
 }
