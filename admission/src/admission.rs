@@ -14,6 +14,7 @@ use crate::backend::{
 use crate::clock::UnixMs;
 use crate::config::AdmissionConfig;
 use crate::db::{AdmissionDb, Control};
+use crate::entry::Lane;
 use crate::error::AdmissionError;
 use crate::fairness::{self, Fairness};
 use crate::limit::JoinLimiter;
@@ -30,6 +31,46 @@ pub struct Joined {
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
     pub claims: QueueClaims,
+}
+
+/// A join that passed the limit, the event and the queue's state (`Admission::open_join`).
+pub struct JoinGate {
+    event: String,
+    control: Arc<Control>,
+    snap: Arc<Snapshot>,
+    now_ms: UnixMs,
+}
+
+impl JoinGate {
+    /// The event's controls as of the last tick: its access rule, identity key and lanes.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Admission's clock when the gate was passed (the one presale windows are judged by).
+    pub fn now_ms(&self) -> UnixMs {
+        self.now_ms
+    }
+}
+
+/// What makes a join return the place it got before.
+#[derive(Clone, Copy, Debug)]
+pub enum PlaceKey<'a> {
+    /// An `Idempotency-Key`: a retried request.
+    Idempotency(&'a str),
+    /// An identity token's subject: the same person, from any device.
+    Person(&'a str),
+}
+
+impl PlaceKey<'_> {
+    /// The text the ticket id is derived from. A subject gets a prefix with a space, which no
+    /// `Idempotency-Key` (printable, no spaces) can carry, so a key never names a person.
+    fn text(self) -> String {
+        match self {
+            PlaceKey::Idempotency(k) => k.to_owned(),
+            PlaceKey::Person(sub) => format!("person {sub}"),
+        }
+    }
 }
 
 /// The answer to a claim: a durable session and its token.
@@ -228,13 +269,21 @@ impl Admission {
 
     /// Places a buyer in line. `key` (an `Idempotency-Key`) makes a retried join return the
     /// same place; the ticket id is always derived server-side so nobody picks their rank.
-    #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
     pub async fn join(
         &self,
         event: &str,
         client: IpAddr,
         key: Option<&str>,
     ) -> Result<Joined, AdmissionError> {
+        let gate = self.open_join(event, client).await?;
+        let key = key.map(PlaceKey::Idempotency);
+        self.join_through(gate, key, Lane::General).await
+    }
+
+    /// The checks every join passes before anything is written: the join limit of the client
+    /// address, the event, and whether its queue takes joins. The gate carries the controls
+    /// as of the last tick, so the caller judges access (codes, identity) without a query.
+    pub async fn open_join(&self, event: &str, client: IpAddr) -> Result<JoinGate, AdmissionError> {
         if let Err(retry_after_s) = self.inner.limiter.check(client) {
             return Err(AdmissionError::RateLimited { retry_after_s });
         }
@@ -247,7 +296,47 @@ impl Admission {
             // A pause stops offers, not the line: joining during one gets a place.
             _ => {}
         }
-        let ticket_id = match key {
+        Ok(JoinGate {
+            event: event.to_owned(),
+            control,
+            snap,
+            now_ms: self.now(),
+        })
+    }
+
+    /// Whether `key` already holds a place in this event's line: a person joining again from
+    /// another device is given that place and spends no code.
+    pub async fn has_place(
+        &self,
+        gate: &JoinGate,
+        key: PlaceKey<'_>,
+    ) -> Result<bool, AdmissionError> {
+        let ticket_id = self
+            .inner
+            .cfg
+            .keys
+            .keyed_ticket_id(&gate.event, &key.text());
+        Ok(self.inner.backend.has_key(&gate.event, &ticket_id).await?)
+    }
+
+    /// Places a buyer who passed the gate, in `lane`. A keyed join (a retried request, or the
+    /// same person from another device) returns the place the key first got, in its lane.
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(event = %gate.event))]
+    pub async fn join_through(
+        &self,
+        gate: JoinGate,
+        key: Option<PlaceKey<'_>>,
+        lane: Lane,
+    ) -> Result<Joined, AdmissionError> {
+        let JoinGate {
+            event,
+            control,
+            snap,
+            ..
+        } = gate;
+        let event = event.as_str();
+        let keyed = key.map(|k| k.text());
+        let ticket_id = match &keyed {
             // Keyed by a secret that is never revealed (unlike the seed, published at opening),
             // so nobody can compute another buyer's ticket from their key or grind keys for a
             // good rank.
@@ -256,7 +345,7 @@ impl Admission {
             None => format!("{:032x}", rand::random::<u128>()),
         };
         let args = || JoinArgs {
-            key: key.map(|_| ticket_id.as_str()),
+            key: keyed.as_ref().map(|_| ticket_id.as_str()),
             // After opening (by the queue's clock) the score is never read: skip the HMAC.
             pre_score: if snap.opened {
                 0.0
@@ -264,9 +353,15 @@ impl Admission {
                 fairness::pre_score(&control.seed, &ticket_id)
             },
             opens_at_ms: ms(control.opens_at),
+            priority: lane == Lane::Priority,
         };
         let now = self.inner.cfg.clock.script_now();
-        let out = match self.fast_join(event, key, &snap).await? {
+        let fast = if keyed.is_none() && lane == Lane::General {
+            self.fast_join(event, &snap).await?
+        } else {
+            None
+        };
+        let out = match fast {
             Some(out) => out,
             None => match self.inner.backend.join(event, args(), now).await {
                 Err(BackendError::Lost) => {
@@ -308,13 +403,12 @@ impl Admission {
     async fn fast_join(
         &self,
         event: &str,
-        key: Option<&str>,
         snap: &Snapshot,
     ) -> Result<Option<JoinOutcome>, AdmissionError> {
         let Backend::Redis(redis) = &self.inner.backend else {
             return Ok(None);
         };
-        if key.is_some() || !snap.opened || snap.epoch.is_empty() {
+        if !snap.opened || snap.epoch.is_empty() {
             return Ok(None);
         }
         let seq = redis.incr_seq(event).await?;
@@ -323,6 +417,7 @@ impl Admission {
             pre: false,
             ep: snap.epoch.clone(),
             now: self.now(),
+            p: false,
         }))
     }
 

@@ -33,6 +33,12 @@ pub struct Control {
     /// `events.max_seats_per_hold`: the most one buyer can take, the prior of "seats per
     /// buyer" before any buyer has finished.
     pub max_seats_per_buyer: u32,
+    /// The share of offers the priority lane may take, in thousandths (0-1000).
+    pub priority_permille: u32,
+    /// Who may join (a code before the general opening, or always).
+    pub access: crate::entry::Access,
+    /// The organizer's identity key, when one place per person is wanted.
+    pub identity: Option<crate::entry::IdentityRule>,
 }
 
 /// A durable admission session (`admission_sessions`, unique per event and ticket).

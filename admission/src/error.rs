@@ -28,6 +28,10 @@ pub enum AdmissionError {
     NotYourTurn,
     #[error("your offer lapsed")]
     OfferLapsed,
+    /// The identity token the organizer's site signed is missing where required, forged,
+    /// expired or malformed.
+    #[error("identity token invalid")]
+    IdentityInvalid,
     /// Redis or the database failed; logged by the caller, shown as a generic 503.
     #[error("admission storage failed")]
     Storage(#[source] StorageError),

@@ -7,6 +7,7 @@
 //! - `backend/`: the queue state, in memory or in Redis (Lua scripts in `backend/lua/`)
 //! - `turn`: status and claim (offer → session)
 //! - `token`: queue and admission JWTs, the key ring
+//! - `entry`: who may join (access rule, identity tokens) and the two lanes
 //! - `fairness`: the seeded pre-queue permutation and its commitment
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
 //! - `public`: the public queue snapshot, serialized once per published tick
@@ -23,6 +24,7 @@ mod chance;
 mod clock;
 mod config;
 mod db;
+mod entry;
 mod error;
 mod fairness;
 mod limit;
@@ -37,11 +39,15 @@ mod turn;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use admission::{Admission, Admitted, Joined, MeterFigures};
+pub use admission::{Admission, Admitted, JoinGate, Joined, MeterFigures, PlaceKey};
 pub use chance::SeatModel;
 pub use clock::{Clock, UnixMs};
 pub use config::AdmissionConfig;
 pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+pub use entry::{
+    Access, IDENTITY_TOKEN_BYTES, IdentityAlg, IdentityRule, Lane, PRIORITY_BASE, Person,
+    SUBJECT_BYTES,
+};
 pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
 pub use meter::TickReport;

@@ -54,6 +54,7 @@ impl Admission {
             active,
             offer_ms: i64::from(control.offer_s) * 1000,
             hold: control.paused || control.closed || sold_out || rate_per_min == 0,
+            priority_permille: control.priority_permille,
         };
         let now = self.inner.cfg.clock.script_now();
         let out = match self.inner.backend.tick(event, args(), now).await {
@@ -89,7 +90,8 @@ impl Admission {
         if due {
             let cp = Checkpoint {
                 epoch: out.epoch.clone(),
-                join_seq: out.seq,
+                // Both lanes restart past it after a loss, so it covers the larger count.
+                join_seq: out.seq.max(out.pseq),
                 served: out.served,
                 fifo_through: out.cursor,
                 prequeue_through: out.pq_through,
@@ -121,7 +123,7 @@ impl Admission {
             prequeue_served_through: out.pq_through,
             ahead_of_fifo: out.ahead,
             join_seq: out.seq,
-            waiting: out.ahead + out.seq.saturating_sub(out.cursor),
+            waiting: out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead,
             open_offers: out.open_offers,
             active,
             lapsed_total: out.lapsed,

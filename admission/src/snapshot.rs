@@ -105,6 +105,10 @@ impl Snapshot {
     /// FIFO arrivals, an upper bound (the whole remaining pre-queue) for pre-queue ones; `None`
     /// once its turn has come.
     pub fn position_hint(&self, claims: &QueueClaims) -> Option<u64> {
+        // The frontiers are the general lane's: a priority place asks the backend.
+        if claims.seq >= crate::entry::PRIORITY_BASE {
+            return None;
+        }
         if claims.pre_queue {
             return (self.ahead_of_fifo > 0).then(|| self.ahead_of_fifo - 1);
         }

@@ -88,6 +88,9 @@ pub fn control(opens_at: OffsetDateTime, seed: &str) -> Control {
         opens_at,
         seed: seed.to_owned(),
         max_seats_per_buyer: 6,
+        priority_permille: 0,
+        access: crate::entry::Access::Open,
+        identity: None,
     }
 }
 

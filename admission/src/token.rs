@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::clock::UnixMs;
+use crate::entry::Lane;
 use crate::error::{AdmissionError, InvalidToken};
 
 const QUEUE: &str = "queue";
@@ -37,6 +38,9 @@ pub struct QueueClaims {
     pub iat: i64,
     pub exp: i64,
     pub(crate) typ: String,
+    /// The lane of the place (absent: general). Follows from `seq`; carried so a page reads it.
+    #[serde(rename = "ln", default, skip_serializing_if = "Lane::is_general")]
+    pub lane: Lane,
 }
 
 impl QueueClaims {
@@ -56,6 +60,7 @@ impl QueueClaims {
             iat: 0,
             exp: 0,
             typ: QUEUE.to_owned(),
+            lane: Lane::of_seq(seq),
         }
     }
 }

@@ -59,6 +59,9 @@ impl AdmissionDb for StoreAdmissionDb {
             opens_at: at(c.opens_at_ms),
             seed: c.fairness_seed,
             max_seats_per_buyer: clamp(c.max_seats_per_hold),
+            priority_permille: clamp(c.priority_permille).min(1000),
+            access: crate::entry::access_rule(&c.access),
+            identity: crate::entry::identity_rule(&c.access),
         }))
     }
 

@@ -15,6 +15,8 @@ use crate::problem::Problem;
 
 /// The body limit of routes that take JSON.
 pub const MAX_BODY: usize = 64 * 1024;
+/// A join's optional body: an access code and an identity token of at most 4 KiB.
+pub const JOIN_BODY: usize = 8 * 1024;
 /// The organizer's seat list (`POST …/seats`): 10,000 seats of up to 400 bytes each. Read
 /// only after the organizer key is checked.
 pub const SEAT_LIST_BODY: usize = 4 * 1024 * 1024;

@@ -16,7 +16,10 @@ use reservation::InvalidId;
 use reservation::payments::webhook::SignatureError;
 use reservation::webhook_intake::WebhookError;
 
+use reservation::codes::CodeRefusal;
+
 use crate::body::BodyError;
+use crate::entry::EntryRefusal;
 use crate::problem::Problem;
 
 const CONFLICT: StatusCode = StatusCode::CONFLICT;
@@ -69,6 +72,11 @@ impl From<AdmissionError> for Problem {
                 CONFLICT,
                 "offer_lapsed",
                 "your turn passed: the offer was not claimed in time",
+            ),
+            AdmissionError::IdentityInvalid => Problem::new(
+                StatusCode::FORBIDDEN,
+                "identity_invalid",
+                "the identity token is missing, expired or not signed by the organizer",
             ),
             AdmissionError::Storage(error) => {
                 Problem::overloaded("the queue backend is unavailable; retry shortly")
@@ -150,6 +158,25 @@ impl From<reservation::Error> for Problem {
                     .counted("database")
             }
         }
+    }
+}
+
+impl From<EntryRefusal> for Problem {
+    fn from(refusal: EntryRefusal) -> Self {
+        let (code, detail) = match refusal {
+            EntryRefusal::CodeRequired => ("code_required", "this queue needs an access code now"),
+            EntryRefusal::Code(CodeRefusal::Invalid) => {
+                ("code_invalid", "no such access code for this event")
+            }
+            EntryRefusal::Code(CodeRefusal::UsedUp) => {
+                ("code_used_up", "this access code has no uses left")
+            }
+            EntryRefusal::Code(CodeRefusal::OutsideWindow) => (
+                "code_outside_window",
+                "this access code is not valid at this time",
+            ),
+        };
+        Problem::new(StatusCode::FORBIDDEN, code, detail)
     }
 }
 

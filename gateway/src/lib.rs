@@ -17,6 +17,7 @@
 //! - `backpressure`: slowing admission while the reservation core is unhealthy.
 //! - `startup`, `state`, `secrets`, `demo`: building the shared state and background loops.
 //! - `admission_db`: admission's database interface over the reservation store.
+//! - `entry`: a join's access rule, identity token and access code.
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
 //! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
@@ -32,6 +33,7 @@ pub mod clock;
 pub mod config;
 pub mod connections;
 pub mod demo;
+pub mod entry;
 pub mod errors;
 pub mod extract;
 pub mod fanout;

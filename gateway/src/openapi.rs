@@ -11,7 +11,10 @@ use reservation::limits as l;
 
 use crate::auth::Caller;
 use crate::route_book::{Doc, Entry, Param, book};
+use crate::routes::access::{ACCESS_RULES, PEM_MAX, SECRET_MAX, SECRET_MIN};
 use crate::routes::admin::{NAME_CHARS, ROW_CHARS, SEATS_PER_LIST, SECTION_CHARS};
+use crate::routes::codes::CODES_PER_UPLOAD;
+use reservation::codes;
 
 /// The document as served: built once.
 pub fn served() -> Bytes {
@@ -72,7 +75,7 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
     });
     if let (Some(schema), Some(limit)) = (doc.request, entry.body_limit) {
         let mut body = json_of(schema);
-        body["required"] = json!(true);
+        body["required"] = json!(!doc.body_optional);
         body["description"] = json!(format!("JSON, at most {limit} bytes"));
         operation["requestBody"] = body;
         operation["responses"]["413"] = json!({
@@ -86,6 +89,16 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
 /// A string, unconstrained (the queue token is judged by its signature, not its shape).
 pub(crate) fn any_string() -> Value {
     json!({"type": "string"})
+}
+
+/// `after` of the code list: a code.
+pub(crate) fn code_after() -> Value {
+    json!({"type": "string", "maxLength": codes::CODE_MAX_CHARS})
+}
+
+/// `limit` of the code list.
+pub(crate) fn code_page() -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": codes::CODES_PER_PAGE})
 }
 
 /// `older_than_s` of the stuck-payments list.
@@ -156,6 +169,16 @@ pub fn document() -> Value {
                 "AdmissionSettings": admission_schema(0, true),
                 "NewEventAdmission": admission_schema(1, false),
                 "AddSeats": add_seats_schema(),
+                "JoinRequest": join_request_schema(),
+                "Joined": joined_schema(),
+                "AddCodes": add_codes_schema(),
+                "CodesAdded": {"type": "object", "required": ["added"], "properties": {
+                    "added": {"type": "integer", "minimum": 0},
+                    "codes": {"type": "array", "items": {"type": "string"},
+                        "description": "the generated codes (absent for an upload)"}}},
+                "CodeList": code_list_schema(),
+                "Access": access_schema(),
+                "AccessSettings": access_settings_schema(),
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },
@@ -188,6 +211,8 @@ fn admission_schema(flow_min: i64, is_change: bool) -> Value {
     }});
     if is_change {
         schema["minProperties"] = json!(1);
+        schema["properties"]["priority_share"] = json!({"type": "number", "minimum": 0, "maximum": 1,
+            "description": "the share of offers the priority lane may take (in steps of 0.001)"});
     }
     schema
 }
@@ -234,6 +259,90 @@ fn add_seats_schema() -> Value {
                 "per_row": {"type": "integer", "minimum": 1, "maximum": l::PER_ROW},
                 "price_cents": {"type": "integer", "minimum": 0, "maximum": l::PRICE_CENTS}}}}},
     ], "description": format!("An event holds at most {} seats.", l::SEATS_PER_EVENT)})
+}
+
+/// Ids, codes and times as the organizer's code routes take them.
+const CODE_PATTERN: &str = "^[A-Za-z0-9_-]{4,64}$";
+
+fn join_request_schema() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "code": {"type": "string", "maxLength": codes::CODE_MAX_CHARS,
+            "description": "a presale or access code (403 `code_required`, `code_invalid`, `code_used_up`, `code_outside_window`)"},
+        "identity": {"type": "string", "maxLength": admission::IDENTITY_TOKEN_BYTES,
+            "description": "a JWT the organizer's site signed with `sub` and `exp` (and optionally `lane: priority`); the same `sub` always gets the same place (403 `identity_invalid`)"},
+    }})
+}
+
+fn joined_schema() -> Value {
+    json!({"type": "object", "required": ["queue_token", "ticket_id", "status", "position", "estimated_wait_s"],
+    "properties": {
+        "queue_token": {"type": "string"},
+        "ticket_id": {"type": "string"},
+        "status": {"type": "string"},
+        "position": {"type": ["integer", "null"]},
+        "estimated_wait_s": {"type": ["integer", "null"]},
+        "lane": {"type": "string", "enum": ["priority"], "description": "present for the priority lane only"},
+    }})
+}
+
+fn add_codes_schema() -> Value {
+    let common = json!({
+        "uses": {"type": "integer", "minimum": 1, "maximum": codes::USES_PER_CODE, "description": "uses of each code (default 1)"},
+        "starts_at": {"type": "string", "format": "date-time"},
+        "ends_at": {"type": "string", "format": "date-time", "description": "after starts_at"},
+        "lane": {"type": "string", "enum": ["general", "priority"]},
+    });
+    let with = |name: &str, schema: Value| {
+        let mut properties = common.clone();
+        properties[name] = schema;
+        json!({"type": "object", "required": [name], "additionalProperties": false, "properties": properties})
+    };
+    json!({"oneOf": [
+        with("generate", json!({"type": "integer", "minimum": 1, "maximum": codes::CODES_PER_REQUEST})),
+        with("codes", json!({"type": "array", "minItems": 1, "maxItems": CODES_PER_UPLOAD,
+            "items": {"type": "string", "pattern": CODE_PATTERN}})),
+    ]})
+}
+
+fn code_list_schema() -> Value {
+    json!({"type": "object", "required": ["codes", "next_after"], "properties": {
+        "codes": {"type": "array", "items": {"type": "object",
+            "required": ["code", "uses", "uses_left", "lane"],
+            "properties": {
+                "code": {"type": "string"}, "uses": {"type": "integer"},
+                "uses_left": {"type": "integer"}, "lane": {"type": "string"},
+                "starts_at": {"type": "string", "format": "date-time"},
+                "ends_at": {"type": "string", "format": "date-time"}}}},
+        "next_after": {"type": ["string", "null"], "description": "pass as `after` for the next page"},
+    }})
+}
+
+fn access_schema() -> Value {
+    json!({"type": "object", "required": ["access", "general_opens_at", "identity"], "properties": {
+        "access": {"type": "string", "enum": ACCESS_RULES},
+        "general_opens_at": {"type": ["string", "null"], "format": "date-time"},
+        "identity": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["alg", "required"],
+            "properties": {"alg": {"type": "string"}, "required": {"type": "boolean"}}}]},
+    }})
+}
+
+fn access_settings_schema() -> Value {
+    json!({"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+        "access": {"type": "string", "enum": ACCESS_RULES,
+            "description": "`presale` needs general_opens_at, given now or before"},
+        "general_opens_at": {"type": "string", "format": "date-time"},
+        "identity": {"description": "`null` removes the identity check", "oneOf": [
+            {"type": "null"},
+            {"type": "object", "required": ["alg", "secret"], "additionalProperties": false, "properties": {
+                "alg": {"const": "HS256"},
+                "secret": {"type": "string", "minLength": SECRET_MIN, "maxLength": SECRET_MAX},
+                "required": {"type": "boolean"}}},
+            {"type": "object", "required": ["alg", "public_key_pem"], "additionalProperties": false, "properties": {
+                "alg": {"type": "string", "enum": ["ES256", "RS256"]},
+                "public_key_pem": {"type": "string", "maxLength": PEM_MAX},
+                "required": {"type": "boolean"}}},
+        ]},
+    }})
 }
 
 fn checkout_schema() -> Value {

@@ -76,6 +76,9 @@ pub struct AdmissionSettings {
     pub offer_s: Option<i64>,
     #[serde(default, deserialize_with = "present")]
     pub paused: Option<bool>,
+    /// The priority lane's share of offers, 0-1 (live changes only).
+    #[serde(default, deserialize_with = "present")]
+    pub priority_share: Option<f64>,
 }
 
 /// `POST /api/admin/events/{event}/seats`: a list, or rows to generate.
@@ -107,6 +110,94 @@ pub struct Generate {
     pub rows: u32,
     pub per_row: u32,
     pub price_cents: i64,
+}
+
+/// `POST /api/events/{event}/queue` (the body is optional: an empty one is `{}`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    /// A presale or access code.
+    #[serde(default, deserialize_with = "present")]
+    pub code: Option<String>,
+    /// A short-lived token the organizer's site signed, naming the buyer (`sub`).
+    #[serde(default, deserialize_with = "present")]
+    pub identity: Option<String>,
+}
+
+impl JoinRequest {
+    /// Within the documented lengths (a longer value is bad input, whatever the event).
+    pub fn check(&self) -> Result<(), crate::problem::Problem> {
+        let long =
+            |v: &Option<String>, max: usize| v.as_ref().is_some_and(|s| s.chars().count() > max);
+        if long(&self.code, reservation::codes::CODE_MAX_CHARS)
+            || long(&self.identity, admission::IDENTITY_TOKEN_BYTES)
+        {
+            return Err(crate::problem::Problem::bad_request(
+                "code is at most 64 characters, identity at most 4096",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `POST /api/admin/events/{event}/codes`: codes to generate, or a list to upload.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodesRequest {
+    #[serde(default, deserialize_with = "present")]
+    pub generate: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub codes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub uses: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub starts_at: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub ends_at: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub lane: Option<String>,
+}
+
+/// The query of `GET /api/admin/events/{event}/codes`: a page after a code.
+#[derive(Debug, Deserialize)]
+pub struct CodesQuery {
+    pub after: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// `PATCH /api/admin/events/{event}/access`: who may join, and the identity key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSettings {
+    #[serde(default, deserialize_with = "present")]
+    pub access: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub general_opens_at: Option<String>,
+    /// `null` removes the identity check; absent leaves it as it is.
+    #[serde(default, deserialize_with = "nullable")]
+    pub identity: Option<Option<IdentitySettings>>,
+}
+
+/// The organizer's identity key: a shared secret (HS256) or a public key PEM (ES256, RS256).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitySettings {
+    pub alg: String,
+    #[serde(default, deserialize_with = "present")]
+    pub secret: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub public_key_pem: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// A field where `null` means "remove" and absence means "unchanged".
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// The query of `GET /api/admin/events/{event}/stuck`.

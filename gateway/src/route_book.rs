@@ -10,12 +10,12 @@ use tower::Layer;
 use tower_http::services::ServeDir;
 
 use crate::auth::Caller;
-use crate::body::{MAX_BODY, SEAT_LIST_BODY};
+use crate::body::{JOIN_BODY, MAX_BODY, SEAT_LIST_BODY};
 use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
-    admin, events, health, holds, ops, orders, pages, payment_challenge, queue, session,
-    waiting_room, webhook,
+    access, admin, codes, events, health, holds, ops, orders, pages, payment_challenge, queue,
+    session, waiting_room, webhook,
 };
 use crate::state::AppState;
 
@@ -68,6 +68,8 @@ pub struct Doc {
     /// the simulator's challenge page are not part of the API).
     pub listed: bool,
     pub request: Option<&'static str>,
+    /// The body may be left out (an empty body reads as `{}`).
+    pub body_optional: bool,
     pub response: Option<&'static str>,
     /// Query parameters, each optional.
     pub query: &'static [Param],
@@ -139,6 +141,7 @@ impl Route {
                 success,
                 listed: true,
                 request: None,
+                body_optional: false,
                 response: None,
                 query: &[],
                 headers: &[],
@@ -157,6 +160,12 @@ impl Route {
         self.entry.body_limit = Some(limit);
         self.doc.request = Some(schema);
         self
+    }
+
+    /// The route takes an optional JSON body of the named schema, up to `limit` bytes.
+    fn optional_body(mut self, schema: &'static str, limit: usize) -> Self {
+        self.doc.body_optional = true;
+        self.body_up_to(schema, limit)
     }
 
     /// The success answer's schema.
@@ -207,7 +216,10 @@ pub fn book() -> Vec<Route> {
             "Join the queue",
             201,
             queue::join,
-        ),
+        )
+        // A code and an identity token at most: a small body, read only when sent.
+        .optional_body("JoinRequest", JOIN_BODY)
+        .answers("Joined"),
         Route::new(
             Get,
             "/api/events/{event}/queue/status",
@@ -409,6 +421,56 @@ pub fn book() -> Vec<Route> {
             openapi::stuck_age,
             "seconds in `paying` (default 60)",
         )]),
+        Route::new(
+            Post,
+            "/api/admin/events/{event}/codes",
+            OrganizerKey,
+            Group::Organizer,
+            "Generate or upload presale and access codes",
+            201,
+            codes::add,
+        )
+        .body_up_to("AddCodes", codes::CODES_BODY)
+        .answers("CodesAdded"),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/codes",
+            OrganizerKey,
+            Group::Organizer,
+            "List access codes with their uses left (paged)",
+            200,
+            codes::list,
+        )
+        .query(&[
+            (
+                "after",
+                openapi::code_after,
+                "the last code of the previous page",
+            ),
+            ("limit", openapi::code_page, "codes per page (default 100)"),
+        ])
+        .answers("CodeList"),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/access",
+            OrganizerKey,
+            Group::Organizer,
+            "Who may join, and the identity check (secrets never shown)",
+            200,
+            access::read,
+        )
+        .answers("Access"),
+        Route::new(
+            Patch,
+            "/api/admin/events/{event}/access",
+            OrganizerKey,
+            Group::Organizer,
+            "Change who may join and the identity check",
+            200,
+            access::change,
+        )
+        .body("AccessSettings")
+        .answers("Access"),
         Route::new(
             Post,
             "/api/admin/events/{event}/close",

@@ -3,6 +3,7 @@
 //! loss, and the generated secrets a restart must not forget.
 
 use crate::Error;
+use crate::access::{EventAccess, IdentityKey};
 use crate::ids::{EventId, TicketId};
 use crate::session::Session;
 use crate::store::Store;
@@ -21,6 +22,10 @@ pub struct AdmissionControl {
     pub fairness_seed: String,
     /// The event's `max_seats_per_hold`: the most one buyer can take.
     pub max_seats_per_hold: i64,
+    /// The share of offers the priority lane may take, in thousandths.
+    pub priority_permille: i64,
+    /// Who may join, and the identity key (read in the same statement, so a tick reads both).
+    pub access: EventAccess,
 }
 
 /// `AdmissionControl` as read: booleans travel as integers (the Any driver does not decode
@@ -37,6 +42,12 @@ struct ControlRow {
     opens_at_ms: i64,
     fairness_seed: String,
     max_seats_per_hold: i64,
+    priority_permille: i64,
+    access: Option<String>,
+    general_opens_at_ms: Option<i64>,
+    identity_alg: Option<String>,
+    identity_key: Option<String>,
+    identity_required: Option<i64>,
 }
 
 /// An organizer's live change; `None` leaves a field as it is.
@@ -48,6 +59,8 @@ pub struct AdmissionPatch {
     pub offer_s: Option<i64>,
     pub paused: Option<bool>,
     pub closed: Option<bool>,
+    /// The priority lane's share of offers, in thousandths (0-1000).
+    pub priority_permille: Option<i64>,
 }
 
 impl AdmissionPatch {
@@ -62,6 +75,7 @@ impl AdmissionPatch {
             offer_s,
             paused,
             closed,
+            priority_permille,
         } = self;
         if rate_per_min.is_none()
             && max_active.is_none()
@@ -69,6 +83,7 @@ impl AdmissionPatch {
             && offer_s.is_none()
             && paused.is_none()
             && closed.is_none()
+            && priority_permille.is_none()
         {
             return Err(Error::NothingToChange);
         }
@@ -77,6 +92,7 @@ impl AdmissionPatch {
             ("max_active", *max_active, 0, l::MAX_ACTIVE),
             ("session_s", *session_s, 1, l::SESSION_S),
             ("offer_s", *offer_s, 1, l::OFFER_S),
+            ("priority_share", *priority_permille, 0, 1000),
         ];
         for (field, value, min, max) in bounded {
             if let Some(v) = value {
@@ -110,8 +126,12 @@ impl Store {
              cast(case when c.paused then 1 else 0 end as bigint) as paused, \
              cast(case when c.closed then 1 else 0 end as bigint) as closed, c.version, \
              MS(e.opens_at) as opens_at_ms, e.fairness_seed, \
-             cast(e.max_seats_per_hold as bigint) as max_seats_per_hold \
-             from admission_controls c join events e on e.event_id = c.event_id where c.event_id = $1",
+             cast(e.max_seats_per_hold as bigint) as max_seats_per_hold, \
+             cast(c.priority_permille as bigint) as priority_permille, a.access, \
+             MS(a.general_opens_at) as general_opens_at_ms, a.identity_alg, a.identity_key, \
+             cast(case when a.identity_required then 1 else 0 end as bigint) as identity_required \
+             from admission_controls c join events e on e.event_id = c.event_id \
+             left join event_access a on a.event_id = c.event_id where c.event_id = $1",
         ))
         .bind(event.as_str())
         .fetch_optional(&self.pool)
@@ -127,6 +147,17 @@ impl Store {
             opens_at_ms: r.opens_at_ms,
             fairness_seed: r.fairness_seed,
             max_seats_per_hold: r.max_seats_per_hold,
+            priority_permille: r.priority_permille,
+            access: match r.access {
+                None => EventAccess::open(),
+                Some(access) => EventAccess {
+                    access,
+                    general_opens_at_ms: r.general_opens_at_ms,
+                    identity_alg: r.identity_alg,
+                    identity_key: r.identity_key.map(IdentityKey),
+                    identity_required: r.identity_required.unwrap_or(0) != 0,
+                },
+            },
         }))
     }
 
@@ -147,7 +178,7 @@ impl Store {
              rate_per_min = coalesce($2, rate_per_min), max_active = coalesce($3, max_active), \
              session_s = coalesce($4, session_s), offer_s = coalesce($5, offer_s), \
              paused = coalesce($6, paused), closed = coalesce($7, closed), \
-             version = version + 1, updated_at = NOW where event_id = $1 \
+             priority_permille = coalesce($8, priority_permille), version = version + 1, updated_at = NOW where event_id = $1 \
              and ($4 is null or $4 >= \
                  (select e.max_hold_s + e.abandon_s from events e where e.event_id = $1))",
         ))
@@ -158,6 +189,7 @@ impl Store {
         .bind(patch.offer_s)
         .bind(patch.paused)
         .bind(patch.closed)
+        .bind(patch.priority_permille)
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 0 {

@@ -8,6 +8,8 @@
 //! - `event` — events (with the fairness seed commitment) and their seats.
 //! - `session` — admission sessions, one per ticket.
 //! - `audit` — the organizer's audit log.
+//! - `access` — who may join (open, presale, invitation) and the identity key.
+//! - `codes` — presale and access codes, a use taken by one conditional update.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0005).
@@ -27,8 +29,10 @@
 //! - `limits` — the bounds of every number an organizer sets.
 //! - `testing` (feature) — fresh databases for tests.
 
+mod access;
 mod admission_state;
 mod audit;
+pub mod codes;
 mod dialect;
 mod error;
 mod event;
@@ -55,6 +59,7 @@ pub mod testing;
 mod views;
 pub mod webhook_intake;
 
+pub use access::{AccessPatch, EventAccess, IdentityKey, IdentityPatch};
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
 pub use audit::AuditEntry;
 pub use dialect::Dialect;

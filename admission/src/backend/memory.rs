@@ -11,18 +11,23 @@ use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 
 use super::{
     BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
-    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    TickArgs, TickOutcome, TicketArgs, TicketState, next_is_priority, tolerance_ms,
 };
 use crate::clock::{Clock, UnixMs};
+use crate::entry::PRIORITY_BASE;
 
 type Meter = RateLimiter<NotKeyed, InMemoryState, Clock, NoOpMiddleware<std::time::Instant>>;
 
 /// Orders like the Redis sorted set: non-negative doubles compare as their bit patterns.
 type ZKey = (u64, u64);
 
-#[derive(Default)]
 struct EventQueue {
     seq: u64,
+    /// The priority lane: places handed out, and those waiting (pre-queue ranks, then place
+    /// numbers), and the carry that splits offers between the lanes.
+    pseq: u64,
+    pz: BTreeSet<ZKey>,
+    carry: u32,
     cursor: Option<u64>,
     z: BTreeSet<ZKey>,
     /// seq → offer expiry, and the same ordered by expiry for lapsing.
@@ -38,6 +43,29 @@ struct EventQueue {
     /// Rate given back by lapsed offers (at most one second's worth).
     credit: u64,
     meter: Option<(u32, Meter)>,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            seq: 0,
+            pseq: 0,
+            pz: BTreeSet::new(),
+            carry: super::CARRY_START,
+            cursor: None,
+            z: BTreeSet::new(),
+            offers: HashMap::new(),
+            offers_by_expiry: BTreeSet::new(),
+            pending: HashMap::new(),
+            claimed: HashSet::new(),
+            keys: HashMap::new(),
+            served: 0,
+            lapsed: 0,
+            pq_through: None,
+            credit: 0,
+            meter: None,
+        }
+    }
 }
 
 pub(crate) struct MemoryQueue {
@@ -83,9 +111,31 @@ impl MemoryQueue {
         let ep = self.epoch.clone();
         Ok(self.with(event, |q| {
             if let Some(&(seq, pre)) = args.key.and_then(|k| q.keys.get(k)) {
-                return JoinOutcome { seq, pre, ep, now };
+                return JoinOutcome {
+                    seq,
+                    pre,
+                    ep,
+                    now,
+                    p: false,
+                };
             }
             let pre = now < args.opens_at_ms;
+            if args.priority {
+                q.pseq += 1;
+                let seq = PRIORITY_BASE + q.pseq;
+                let score = if pre { args.pre_score } else { seq as f64 };
+                q.pz.insert((score.to_bits(), seq));
+                if let Some(k) = args.key {
+                    q.keys.insert(k.to_owned(), (seq, pre));
+                }
+                return JoinOutcome {
+                    seq,
+                    pre,
+                    ep,
+                    now,
+                    p: false,
+                };
+            }
             if !pre && q.cursor.is_none() {
                 // The first arrival after opening: FIFO places start after the pre-queue's.
                 q.cursor = Some(q.seq);
@@ -98,8 +148,18 @@ impl MemoryQueue {
             if let Some(k) = args.key {
                 q.keys.insert(k.to_owned(), (seq, pre));
             }
-            JoinOutcome { seq, pre, ep, now }
+            JoinOutcome {
+                seq,
+                pre,
+                ep,
+                now,
+                p: false,
+            }
         }))
+    }
+
+    pub(crate) async fn has_key(&self, event: &str, key: &str) -> Result<bool, BackendError> {
+        Ok(self.with(event, |q| q.keys.contains_key(key)))
     }
 
     pub(crate) async fn ticket(
@@ -115,13 +175,26 @@ impl MemoryQueue {
             } else {
                 args.seq as f64
             };
+            if args.seq >= PRIORITY_BASE {
+                let score = if args.pre {
+                    args.score
+                } else {
+                    args.seq as f64
+                };
+                let key = (score.to_bits(), args.seq);
+                if q.pz.contains(&key) {
+                    return TicketState::Waiting {
+                        ahead: q.pz.range(..key).count() as u64,
+                    };
+                }
+            }
             let key = (score.to_bits(), args.seq);
             if q.z.contains(&key) {
                 return TicketState::Waiting {
                     ahead: q.z.range(..key).count() as u64,
                 };
             }
-            if !args.pre {
+            if !args.pre && args.seq < PRIORITY_BASE {
                 let cursor = q.cursor.unwrap_or(0);
                 if args.seq > cursor {
                     return TicketState::Waiting {
@@ -206,7 +279,7 @@ impl MemoryQueue {
             let mut offered = Vec::new();
             let open = (q.offers.len() + q.pending.len()) as u64;
             let cursor = q.cursor.unwrap_or(0);
-            let avail = q.z.len() as u64 + q.seq - cursor;
+            let avail = q.z.len() as u64 + q.seq - cursor + q.pz.len() as u64;
             let slots = u64::from(args.max_active).saturating_sub(args.active + open);
             if opened && !args.hold && args.rate_per_min > 0 && slots > 0 && avail > 0 {
                 let meter = meter_for(&mut q.meter, args.rate_per_min, &clock);
@@ -218,19 +291,33 @@ impl MemoryQueue {
                         || credit.checked_sub(1).map(|c| credit = c).is_some())
                 {
                     budget -= 1;
-                    let seq = match q.z.pop_first() {
-                        Some((bits, seq)) => {
-                            // Pre-queue ranks lie in [0, 1); returned places score their seq.
-                            let rank = f64::from_bits(bits);
-                            if rank < 1.0 {
-                                q.pq_through = Some(rank);
-                            }
-                            seq
+                    let general = q.z.len() as u64 + q.seq - q.cursor.unwrap_or(0);
+                    let priority = next_is_priority(
+                        &mut q.carry,
+                        args.priority_permille,
+                        !q.pz.is_empty(),
+                        general > 0,
+                    );
+                    let seq = if priority {
+                        match q.pz.pop_first() {
+                            Some((_, seq)) => seq,
+                            None => break,
                         }
-                        None => {
-                            let next = q.cursor.unwrap_or(0) + 1;
-                            q.cursor = Some(next);
-                            next
+                    } else {
+                        match q.z.pop_first() {
+                            Some((bits, seq)) => {
+                                // Pre-queue ranks lie in [0, 1); returned places score their seq.
+                                let rank = f64::from_bits(bits);
+                                if rank < 1.0 {
+                                    q.pq_through = Some(rank);
+                                }
+                                seq
+                            }
+                            None => {
+                                let next = q.cursor.unwrap_or(0) + 1;
+                                q.cursor = Some(next);
+                                next
+                            }
                         }
                     };
                     q.offers.insert(seq, expires);
@@ -252,6 +339,8 @@ impl MemoryQueue {
                 now: clock.now_ms().max(now),
                 pq_through: q.pq_through,
                 offered,
+                pseq: q.pseq,
+                pahead: q.pz.len() as u64,
             }
         }))
     }

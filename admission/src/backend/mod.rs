@@ -7,6 +7,9 @@
 //!   tokens that came back after a Redis loss, scored by their old place;
 //! - open offers with their expiry, claims in flight, claimed tickets;
 //! - the served counter, the lapsed counter and the meter's GCRA state;
+//! - the priority lane: its own counter (places numbered from `PRIORITY_BASE`) and one sorted
+//!   set (pre-queue ranks in [0, 1), then place numbers: shuffled, then FIFO), and the carry
+//!   that splits each tick's offers between the lanes by the organizer's share;
 //! - the served frontier of the pre-queue (the rank of the last pre-queue ticket offered) and,
 //!   after a loss, the frontiers restored from the checkpoint.
 
@@ -46,6 +49,8 @@ pub(crate) struct JoinArgs<'a> {
     pub key: Option<&'a str>,
     pub pre_score: f64,
     pub opens_at_ms: UnixMs,
+    /// Into the priority lane.
+    pub priority: bool,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -54,6 +59,9 @@ pub(crate) struct JoinOutcome {
     pub pre: bool,
     pub ep: String,
     pub now: UnixMs,
+    /// A priority place: `seq` counts that lane (the caller adds `PRIORITY_BASE`).
+    #[serde(default)]
+    pub p: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +96,8 @@ pub(crate) struct TickArgs {
     pub offer_ms: i64,
     /// Paused, closed or sold out: lapse offers but make none.
     pub hold: bool,
+    /// The priority lane's share of offers, in thousandths.
+    pub priority_permille: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -105,6 +115,9 @@ pub(crate) struct TickOutcome {
     pub now: UnixMs,
     /// The pre-queue rank of the last pre-queue ticket offered; `None` before any.
     pub pq_through: Option<f64>,
+    /// Places the priority lane has handed out, and those still waiting in it.
+    pub pseq: u64,
+    pub pahead: u64,
 }
 
 pub(crate) struct RecoverArgs<'a> {
@@ -133,6 +146,27 @@ pub(crate) fn tolerance_ms(rate_per_min: u32) -> i64 {
     (250.0f64).max(interval) as i64
 }
 
+/// The lane of the next offer. `carry` (thousandths) grows by the share with every offer and
+/// pays 1000 for a priority one, so with both lanes waiting the priority lane gets its share
+/// exactly; it is capped at one offer ahead, so an idle priority lane banks no burst. A lane
+/// with nobody waiting gives its turn to the other. It starts full: priority is offered first.
+pub(crate) fn next_is_priority(
+    carry: &mut u32,
+    permille: u32,
+    priority_waiting: bool,
+    general_waiting: bool,
+) -> bool {
+    *carry = (*carry + permille).min(1000 + permille);
+    if priority_waiting && (!general_waiting || (permille > 0 && *carry >= 1000)) {
+        *carry = carry.saturating_sub(1000);
+        return true;
+    }
+    false
+}
+
+/// The carry a lane split starts with (see `next_is_priority`).
+pub(crate) const CARRY_START: u32 = 1000;
+
 pub(crate) enum Backend {
     Memory(memory::MemoryQueue),
     Redis(Box<redis::RedisQueue>),
@@ -155,6 +189,11 @@ impl Backend {
         now: Option<UnixMs>,
     ) -> Result<JoinOutcome, BackendError> {
         dispatch!(self.join(event, args, now))
+    }
+
+    /// Whether a keyed join already holds a place (no change either way).
+    pub(crate) async fn has_key(&self, event: &str, key: &str) -> Result<bool, BackendError> {
+        dispatch!(self.has_key(event, key))
     }
 
     pub(crate) async fn ticket(
@@ -200,5 +239,27 @@ impl Backend {
         now: Option<UnixMs>,
     ) -> Result<bool, BackendError> {
         dispatch!(self.recover(event, args, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_is_priority;
+
+    /// With both lanes waiting, the priority lane gets its share exactly (after its first
+    /// offer); with one lane empty the other takes every offer; a share of 0 gives none.
+    #[test]
+    fn the_split_follows_the_share() {
+        for permille in [0, 100, 300, 500, 1000] {
+            let mut carry = super::CARRY_START;
+            let priority = (0..10_000)
+                .filter(|_| next_is_priority(&mut carry, permille, true, true))
+                .count() as i64;
+            let expected = i64::from(permille) * 10;
+            assert!((priority - expected).abs() <= 1, "{permille}: {priority}");
+        }
+        let mut carry = 0;
+        assert!(next_is_priority(&mut carry, 0, true, false));
+        assert!(!next_is_priority(&mut carry, 1000, false, true));
     }
 }

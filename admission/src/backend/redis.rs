@@ -47,10 +47,10 @@ pub(crate) struct RedisQueue {
 const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The keys of one event, in the order the scripts' prelude names them.
-fn keys(event: &str) -> [String; 16] {
+fn keys(event: &str) -> [String; 19] {
     let names = [
         "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
-        "grace", "credit", "pqf", "floor",
+        "grace", "credit", "pqf", "floor", "pseq", "pz", "pcarry",
     ];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
 }
@@ -190,6 +190,16 @@ impl RedisQueue {
         })
     }
 
+    /// `HEXISTS` on the keyed joins: a place a key already holds.
+    pub(crate) async fn has_key(&self, event: &str, key: &str) -> Result<bool, BackendError> {
+        let mut cmd = redis::cmd("HEXISTS");
+        cmd.arg(format!("{{fg:{event}}}:tk")).arg(key);
+        Ok(match self.conn.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await?,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await?,
+        })
+    }
+
     pub(crate) async fn join(
         &self,
         event: &str,
@@ -200,8 +210,14 @@ impl RedisQueue {
             args.opens_at_ms.to_string(),
             args.key.unwrap_or("").to_owned(),
             args.pre_score.to_string(),
+            if args.priority { "1" } else { "0" }.to_owned(),
         ];
-        parse(&self.run(&self.scripts.join, event, now, &argv).await?)
+        let mut out: JoinOutcome = parse(&self.run(&self.scripts.join, event, now, &argv).await?)?;
+        // The script counts the lane (Lua's JSON would round a number past 2^50).
+        if out.p {
+            out.seq += crate::entry::PRIORITY_BASE;
+        }
+        Ok(out)
     }
 
     pub(crate) async fn ticket(
@@ -290,6 +306,8 @@ impl RedisQueue {
             now: i64,
             /// Redis's own rendering of the score: a JSON number would lose digits.
             pq_through: String,
+            pseq: u64,
+            pahead: u64,
         }
         let argv = [
             args.opens_at_ms.to_string(),
@@ -299,6 +317,8 @@ impl RedisQueue {
             args.offer_ms.to_string(),
             if args.hold { "1" } else { "0" }.to_owned(),
             tolerance_ms(args.rate_per_min).to_string(),
+            args.priority_permille.to_string(),
+            super::CARRY_START.to_string(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.tick, event, now, &argv).await?)?;
         let offered = r
@@ -323,6 +343,8 @@ impl RedisQueue {
             lapsed: r.lapsed,
             epoch: r.epoch,
             now: r.now,
+            pseq: r.pseq,
+            pahead: r.pahead,
             pq_through: if r.pq_through.is_empty() {
                 None
             } else {

@@ -63,6 +63,11 @@ pub(crate) async fn create(
             "name must be 1-200 characters, not all blank",
         ));
     }
+    if request.admission.priority_share.is_some() {
+        return Err(Problem::bad_request(
+            "priority_share is a live setting: PATCH …/admission",
+        ));
+    }
     let mut spec = NewEvent::new(id.clone(), request.name.trim());
     if let Some(opens_at) = &request.opens_at {
         let at =
@@ -230,6 +235,7 @@ pub(crate) async fn tune(
         offer_s: request.offer_s,
         paused: request.paused,
         closed: None,
+        priority_permille: priority_permille(request.priority_share)?,
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
     obey_now(&state, event.as_str()).await;
@@ -241,6 +247,20 @@ pub(crate) async fn tune(
     )
     .await;
     Ok(axum::Json(control_json(&control)).into_response())
+}
+
+/// The priority lane's share (0-1, NaN refused) in the thousandths the store keeps.
+fn priority_permille(share: Option<f64>) -> Result<Option<i64>, Problem> {
+    match share {
+        None => Ok(None),
+        Some(s) if (0.0..=1.0).contains(&s) => Ok(Some((s * 1000.0).round() as i64)),
+        Some(_) => Err(reservation::Error::OutOfRange {
+            field: "priority_share",
+            min: 0,
+            max: 1,
+        }
+        .into()),
+    }
 }
 
 /// This instance ticks at once so the answer reflects the change; the others read the new
@@ -255,6 +275,7 @@ fn control_json(c: &reservation::AdmissionControl) -> Value {
     json!({
         "rate_per_min": c.rate_per_min, "max_active": c.max_active, "session_s": c.session_s,
         "offer_s": c.offer_s, "paused": c.paused, "closed": c.closed, "version": c.version,
+        "priority_share": c.priority_permille as f64 / 1000.0,
     })
 }
 

@@ -1,6 +1,8 @@
 //! One file per resource of API.md; the routes themselves are declared in `route_book.rs`.
 
+pub mod access;
 pub mod admin;
+pub mod codes;
 pub mod events;
 pub mod health;
 pub mod holds;

@@ -11,30 +11,53 @@ use metrics::Counter;
 use serde::Serialize;
 use serde_json::json;
 
-use admission::QueueStatus;
+use admission::{Lane, QueueStatus};
 use reservation::EventId;
 
 use crate::auth::QueueTicket;
 use crate::client_ip::client_ip;
 use crate::clock::rfc3339;
-use crate::extract::PathId;
+use crate::entry::{self, Entry};
+use crate::extract::{JsonBody, PathId};
 use crate::idempotent;
 use crate::problem::Problem;
+use crate::requests::JoinRequest;
 use crate::state::AppState;
 
+/// A join: the queue's gate (limit, event, state), then the entry (identity, code; nothing
+/// to judge for an open event joined plainly), then the place.
 pub(crate) async fn join(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    JsonBody { value: request, .. }: JsonBody<JoinRequest>,
 ) -> Result<Response, Problem> {
     let id = event.as_str();
     let key = idempotent::key(&headers)?;
     let client = client_ip(peer, &headers, &state.settings.trusted_proxies);
-    let joined = state.admission.join(id, client, key.as_deref()).await?;
+    request.check()?;
+    let gate = state.admission.open_join(id, client).await?;
+    let plain = request.code.is_none()
+        && request.identity.is_none()
+        && gate.control().identity.is_none()
+        && !gate.control().access.needs_code(gate.now_ms());
+    let entry = if plain {
+        Entry {
+            person: None,
+            lane: Lane::General,
+        }
+    } else {
+        entry::judge(&state.admission, &state.store, &event, &gate, &request).await?
+    };
+    let joined = state
+        .admission
+        .join_through(gate, entry.key(key.as_deref()), entry.lane)
+        .await?;
     JOINS.increment(1);
     let body = JoinBody {
         estimated_wait_s: joined.estimated_wait_s,
+        lane: joined.claims.lane,
         position: joined.position,
         queue_token: &joined.queue_token,
         status: joined.status,
@@ -49,6 +72,9 @@ pub(crate) async fn join(
 #[derive(Serialize)]
 struct JoinBody<'a> {
     estimated_wait_s: Option<u64>,
+    /// Absent for the general lane, so a plain join's answer is what it always was.
+    #[serde(skip_serializing_if = "Lane::is_general")]
+    lane: Lane,
     position: Option<u64>,
     queue_token: &'a str,
     status: QueueStatus,

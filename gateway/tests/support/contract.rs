@@ -27,6 +27,11 @@ pub const API_MD: &[(&str, &str)] = &[
     ("get", "/api/admin/events/{event}/stats"),
     ("get", "/api/admin/events/{event}/stuck"),
     ("post", "/api/admin/events/{event}/close"),
+    // Added for the organizer's night: codes, and the access rule and identity key they serve
+    ("post", "/api/admin/events/{event}/codes"),
+    ("get", "/api/admin/events/{event}/codes"),
+    ("get", "/api/admin/events/{event}/access"),
+    ("patch", "/api/admin/events/{event}/access"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),

@@ -3,6 +3,8 @@
 -- Idempotent across instances: the first to run it after a loss sets the floors.
 if ep then return cjson.encode({created = false}) end
 redis.call('SET', K.seq, ARGV[3])
+-- The checkpoint's join count covers both lanes, so the priority lane restarts past it too.
+redis.call('SET', K.pseq, ARGV[3])
 redis.call('SET', K.served, ARGV[4])
 if tonumber(ARGV[5]) > 0 then
   -- Returning tokens may keep the grace open longer (ticket.lua); the key's expiry, six graces

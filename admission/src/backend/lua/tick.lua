@@ -1,4 +1,5 @@
--- ARGV: now, opens_at_ms, rate_per_min, max_active, active sessions, offer_ms, hold, tolerance_ms
+-- ARGV: now, opens_at_ms, rate_per_min, max_active, active sessions, offer_ms, hold, tolerance_ms,
+-- priority share (thousandths), the lane carry's start
 if not ep then return cjson.encode({lost = true}) end
 local opened = now >= tonumber(ARGV[2])
 local rate = tonumber(ARGV[3])
@@ -7,6 +8,7 @@ local active = tonumber(ARGV[5])
 local offer_ms = tonumber(ARGV[6])
 local hold = ARGV[7] == '1'
 local tol = tonumber(ARGV[8])
+local permille = tonumber(ARGV[9])
 if opened and redis.call('EXISTS', K.cur) == 0 then
   redis.call('SET', K.cur, redis.call('GET', K.seq) or '0')
 end
@@ -25,12 +27,13 @@ local served = num(K.served)
 local seqn = num(K.seq)
 local cur = num(K.cur)
 local zc = redis.call('ZCARD', K.z)
+local pzc = redis.call('ZCARD', K.pz)
 local open = redis.call('ZCARD', K.offers) + redis.call('ZCARD', K.pending)
 local grace = num(K.grace)
 -- A grace that is over is forgotten, so a later clock step back cannot revive it.
 if grace > 0 and now >= grace then redis.call('DEL', K.grace); grace = 0 end
 local slots = max_active - active - open
-local avail = zc + seqn - cur
+local avail = zc + seqn - cur + pzc
 -- After a loss, offers wait out the reconnect grace so returning tokens are not overtaken.
 if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0 then
   -- GCRA on Redis's clock. tat is clamped to [now, now + tol + interval]: idle time earns no
@@ -53,8 +56,33 @@ if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0
   k = k + extra
   if k > 0 then
     local expires = now + offer_ms
-    if zc > 0 then
-      local popped = redis.call('ZPOPMIN', K.z, math.min(k, zc))
+    -- Split the offers between the lanes (as next_is_priority in backend/mod.rs): the carry
+    -- grows by the share per offer and pays 1000 per priority offer, capped one offer ahead;
+    -- a lane with nobody waiting gives its turn to the other.
+    local carry = tonumber(redis.call('GET', K.pcarry) or ARGV[10])
+    local gen = zc + seqn - cur
+    local np = 0
+    for _ = 1, k do
+      carry = math.min(carry + permille, 1000 + permille)
+      if pzc - np > 0 and (gen <= 0 or (permille > 0 and carry >= 1000)) then
+        np = np + 1
+        carry = math.max(carry - 1000, 0)
+      else
+        gen = gen - 1
+      end
+    end
+    redis.call('SET', K.pcarry, string.format('%d', carry))
+    if np > 0 then
+      local popped = redis.call('ZPOPMIN', K.pz, np)
+      for i = 1, #popped, 2 do
+        offered[#offered + 1] = popped[i]
+        redis.call('ZADD', K.offers, expires, popped[i])
+      end
+      pzc = pzc - #popped / 2
+    end
+    local kg = k - np
+    if zc > 0 and kg > 0 then
+      local popped = redis.call('ZPOPMIN', K.z, math.min(kg, zc))
       local front = nil
       for i = 1, #popped, 2 do
         offered[#offered + 1] = popped[i]
@@ -81,4 +109,4 @@ end
 -- Open offers exclude claims in flight: those are (or are about to be) active sessions.
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
   ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now,
-  pq_through = redis.call('GET', K.pqf) or ''})
+  pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc})

@@ -2,10 +2,16 @@
 if not ep then return cjson.encode({lost = true}) end
 local m = ARGV[2]
 local seq = tonumber(m)
+local priority = seq >= PBASE
+-- A priority place waits in its lane's set, scored by its rank (pre-queue) or its number.
+local pscore = ARGV[3] == '1' and ARGV[4] or m
+if priority and redis.call('ZSCORE', K.pz, m) then
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.pz, '-inf', '(' .. pscore), now = now})
+end
 if redis.call('ZSCORE', K.z, m) then
   return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. ARGV[4]), now = now})
 end
-if ARGV[3] == '0' then
+if ARGV[3] == '0' and not priority then
   local cur = num(K.cur)
   if seq > cur then
     return cjson.encode({s = 'waiting', ahead = redis.call('ZCARD', K.z) + seq - cur - 1, now = now})
@@ -21,6 +27,8 @@ end
 -- A ticket behind the frontiers saved before a loss was offered then (and lapsed, or was
 -- claimed: the database knows): it does not come back ahead of the line.
 local function behind_floor()
+  -- The saved frontiers are the general lane's.
+  if priority then return false end
   if ARGV[3] == '1' then
     local pq = redis.call('HGET', K.floor, 'pq')
     return pq ~= false and tonumber(ARGV[4]) <= tonumber(pq)
@@ -30,14 +38,14 @@ end
 if ARGV[5] ~= ep and not behind_floor() and redis.call('SADD', K.rr, m) == 1 then
   -- Redis lost this place; the token brings it back at its old relative order, ahead of every
   -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
-  local score = ARGV[3] == '1' and ARGV[4] or m
-  redis.call('ZADD', K.z, score, m)
+  local score = pscore
+  redis.call('ZADD', priority and K.pz or K.z, score, m)
   -- While tokens keep coming back, the grace stays open 5 s past the latest: a crowd slowed
   -- by the reconnect herd (503s, Redis just restarted) is not overtaken by its own tail.
   local grace = num(K.grace)
   if grace > now and grace < now + 5000 then
     redis.call('SET', K.grace, string.format('%d', now + 5000), 'KEEPTTL')
   end
-  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. score), now = now})
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', priority and K.pz or K.z, '-inf', '(' .. score), now = now})
 end
 return cjson.encode({s = 'lapsed', now = now})
