@@ -27,6 +27,7 @@
 //! - `limits` — the bounds of every number an organizer sets.
 //! - `testing` (feature) — fresh databases for tests.
 
+mod admission_modes;
 mod admission_state;
 mod audit;
 mod dialect;
@@ -48,12 +49,14 @@ pub mod payments;
 mod reads;
 pub mod reconcile;
 mod session;
+mod session_cap;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod views;
 pub mod webhook_intake;
 
+pub use admission_modes::{AdmissionMode, BackendDown, MESSAGE_CHARS, MessageLevel, QueueMessage};
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
 pub use audit::AuditEntry;
 pub use dialect::Dialect;
