@@ -30,6 +30,8 @@ pub struct Joined {
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
     pub claims: QueueClaims,
+    /// Admitted at once, from the database alone (`fail_open` while the backend is down).
+    pub admitted: Option<Admitted>,
 }
 
 /// The answer to a claim: a durable session and its token.
@@ -244,6 +246,11 @@ impl Admission {
             EventState::Closed => return Err(AdmissionError::QueueClosed),
             EventState::SoldOut => return Err(AdmissionError::SoldOut),
             _ if control.closed => return Err(AdmissionError::QueueClosed),
+            _ if control.mode == crate::Mode::Maintenance => {
+                return Err(AdmissionError::QueueMaintenance {
+                    message: control.message.as_ref().map(|m| m.text.clone()),
+                });
+            }
             // A pause stops offers, not the line: joining during one gets a place.
             _ => {}
         }
@@ -266,16 +273,29 @@ impl Admission {
             opens_at_ms: ms(control.opens_at),
         };
         let now = self.inner.cfg.clock.script_now();
-        let out = match self.fast_join(event, key, &snap).await? {
-            Some(out) => out,
-            None => match self.inner.backend.join(event, args(), now).await {
-                Err(BackendError::Lost) => {
-                    self.recover(event, &control).await?;
-                    self.inner.backend.join(event, args(), now).await?
-                }
-                other => other?,
-            },
+        let queued = async {
+            Ok::<_, AdmissionError>(match self.fast_join(event, key, &snap).await? {
+                Some(out) => out,
+                None => match self.inner.backend.join(event, args(), now).await {
+                    Err(BackendError::Lost) => {
+                        self.recover(event, &control).await?;
+                        self.inner.backend.join(event, args(), now).await?
+                    }
+                    other => other?,
+                },
+            })
         };
+        let out = match queued.await {
+            Ok(out) => out,
+            Err(e) if control.fail_open && crate::fail_open::backend_down(&e) => {
+                return self.join_from_db(event, ticket_id, &control).await;
+            }
+            Err(e) => return Err(e),
+        };
+        if control.mode == crate::Mode::PassThrough {
+            // Pass-through offers new joiners at once: the meter ticks now, not in 100 ms.
+            self.inner.wake.notify_one();
+        }
         let mut claims = QueueClaims::issue(event, &ticket_id, out.seq, out.pre, &out.ep);
         claims.iat = out.now.div_euclid(1000);
         claims.exp = claims.iat + self.inner.cfg.queue_token_ttl_s;
@@ -298,6 +318,7 @@ impl Admission {
             position,
             estimated_wait_s: est.estimated_wait_s,
             claims,
+            admitted: None,
         })
     }
 

@@ -33,6 +33,10 @@ pub struct Control {
     /// `events.max_seats_per_hold`: the most one buyer can take, the prior of "seats per
     /// buyer" before any buyer has finished.
     pub max_seats_per_buyer: u32,
+    pub mode: crate::Mode,
+    /// While the queue backend is down: admit from the database alone (`true`) or refuse.
+    pub fail_open: bool,
+    pub message: Option<crate::QueueMessage>,
 }
 
 /// A durable admission session (`admission_sessions`, unique per event and ticket).
@@ -89,6 +93,16 @@ pub trait AdmissionDb: Send + Sync + 'static {
         place: u64,
         session_s: u32,
     ) -> Result<SessionRecord, DbError>;
+    /// The ticket's session, or a new one only while fewer than `max_active` sessions are
+    /// live (judged by the database in the insert); `None` when full, nothing written.
+    async fn open_session_capped(
+        &self,
+        event: &str,
+        ticket: &str,
+        place: u64,
+        session_s: u32,
+        max_active: u32,
+    ) -> Result<Option<SessionRecord>, DbError>;
     /// The ticket's session, if it was ever claimed.
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError>;
     /// Records the end of a session (confirmed, released, expired, abandoned); idempotent.
