@@ -65,6 +65,9 @@ pub(crate) struct Inner {
     pub(crate) pressure: crate::pressure::PressureCell,
     /// Ticks run since start, for `/metrics`.
     pub(crate) ticks: AtomicU64,
+    /// Until when (process clock, ms) the queue backend counts as down: set by any call that
+    /// found it unreachable, cleared by a tick that reached it (`fail_open`).
+    pub(crate) backend_down_until: std::sync::atomic::AtomicI64,
 }
 
 /// What the meter is doing, for `/metrics`.
@@ -113,6 +116,7 @@ impl Admission {
                 wake: tokio::sync::Notify::new(),
                 pressure: Default::default(),
                 ticks: AtomicU64::new(0),
+                backend_down_until: std::sync::atomic::AtomicI64::new(0),
             }),
         })
     }
@@ -272,6 +276,11 @@ impl Admission {
             },
             opens_at_ms: ms(control.opens_at),
         };
+        if control.fail_open && self.backend_known_down() {
+            // The meter (or a call just now) found the backend unreachable: no buyer waits
+            // out a connection timeout to be told what is already known.
+            return self.join_from_db(event, ticket_id, &control).await;
+        }
         let now = self.inner.cfg.clock.script_now();
         let queued = async {
             Ok::<_, AdmissionError>(match self.fast_join(event, key, &snap).await? {
@@ -288,6 +297,7 @@ impl Admission {
         let out = match queued.await {
             Ok(out) => out,
             Err(e) if control.fail_open && crate::fail_open::backend_down(&e) => {
+                self.note_backend(false);
                 return self.join_from_db(event, ticket_id, &control).await;
             }
             Err(e) => return Err(e),

@@ -18,7 +18,32 @@ pub(crate) fn backend_down(error: &AdmissionError) -> bool {
     )
 }
 
+/// How long one failure marks the backend down; the meter's next tick (every 100 ms) finds
+/// out again either way.
+const DOWN_FOR_MS: i64 = 2_000;
+
 impl Admission {
+    /// Records whether the queue backend was reachable just now.
+    pub(crate) fn note_backend(&self, reachable: bool) {
+        let until = if reachable {
+            0
+        } else {
+            self.now() + DOWN_FOR_MS
+        };
+        self.inner
+            .backend_down_until
+            .store(until, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The backend failed within the last `DOWN_FOR_MS` and no tick has reached it since.
+    pub(crate) fn backend_known_down(&self) -> bool {
+        self.now()
+            < self
+                .inner
+                .backend_down_until
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A join while the backend is down, for a fail-open event: a session now, or `Full`.
     #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
     pub(crate) async fn join_from_db(
@@ -66,6 +91,7 @@ impl Admission {
         if !control.fail_open || !backend_down(&error) {
             return Err(error);
         }
+        self.note_backend(false);
         match self
             .inner
             .db
@@ -74,6 +100,27 @@ impl Admission {
         {
             Some(s) => self.admitted(&claims.event, s),
             None => Err(error),
+        }
+    }
+
+    /// The ticket's session when the backend is known to be down and the event fails open:
+    /// answered without waiting on the backend.
+    pub(crate) async fn session_if_down(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<Option<Admitted>, AdmissionError> {
+        if !control.fail_open || !self.backend_known_down() {
+            return Ok(None);
+        }
+        match self
+            .inner
+            .db
+            .session(&claims.event, &claims.ticket_id)
+            .await?
+        {
+            Some(s) => Ok(Some(self.admitted(&claims.event, s)?)),
+            None => Ok(None),
         }
     }
 

@@ -70,8 +70,14 @@ impl Admission {
                 self.recover(event, &control).await?;
                 self.inner.backend.tick(event, args(), now).await?
             }
+            Err(e @ BackendError::Redis(_)) => {
+                // Fail-open joins skip the backend while it is known to be down.
+                self.note_backend(false);
+                return Err(e.into());
+            }
             other => other?,
         };
+        self.note_backend(true);
         let state = if control.closed {
             EventState::Closed
         } else if sold_out {

@@ -46,6 +46,9 @@ impl Admission {
         if control.closed || snap.state == EventState::Closed {
             return Ok(status::build(QueueStatus::Closed, None, None, None));
         }
+        if self.session_if_down(claims, &control).await?.is_some() {
+            return Ok(status::build(QueueStatus::Admitted, None, None, None));
+        }
         // Most pollers are far back: answer them from the last tick's snapshot, with no backend
         // call. A ticket the cursor has reached (offered, claimed, lapsed) asks the backend.
         if snap.epoch == claims.epoch
@@ -106,6 +109,9 @@ impl Admission {
         let control = self.control(&claims.event).await?;
         if control.closed {
             return Err(AdmissionError::QueueClosed);
+        }
+        if let Some(admitted) = self.session_if_down(claims, &control).await? {
+            return Ok(admitted);
         }
         let claimed = if control.mode == Mode::PassThrough {
             self.claim_capped(claims, &control).await
