@@ -19,6 +19,8 @@ const MESSAGES = {
   overloaded: 'We are very busy right now. Stay on this page; we will retry automatically.',
   queue_paused: 'The organizer has paused the sale for a moment. You keep your place; it will continue by itself.',
   queue_closed: 'This queue is closed: no more buyers are being let in.',
+  queue_maintenance: 'The queue is closed to new buyers for maintenance. Please try again a little later.',
+  stale_version: 'These settings were changed by someone else meanwhile. Reload them and apply your change again.',
   sold_out: 'Sold out: every seat is sold or held. If held seats come back, the queue reopens by itself.',
   not_your_turn: 'It is not your turn yet. Please wait; we will tell you when it is.',
   offer_lapsed: 'Your turn passed because it was not claimed in time, so it went to the next person.',

@@ -14,7 +14,7 @@ export class QueueLink {
    * onUpdate(update) receives normalized updates:
    *   {type:'position', position, estimated_wait_s, estimated_wait_range_s?, seat_chance?, seats_left?}
    *   {type:'offered', offer_expires_in_s} · {type:'admitted', admission_token, session_expires_at}
-   *   {type:'status', status} · {type:'error', code}
+   *   {type:'status', status} · {type:'error', code} · {type:'message', message: {text, level}|null}
    * onConnection(mode) receives 'live' | 'reconnecting' | 'polling'.
    */
   constructor({ event, token, onUpdate, onConnection }) {
@@ -181,7 +181,11 @@ export class QueueLink {
         update = statusToUpdate(body);
       }
       // A socket message that arrived while this answer travelled is newer news: keep it.
-      if (!(this.lastPushAt > sentAt) && !this.stopped) this.onUpdate(update);
+      if (!(this.lastPushAt > sentAt) && !this.stopped) {
+        // The organizer's message rides on the snapshot (null once cleared).
+        if (snap) this.onUpdate({ type: 'message', message: snap.message ?? null });
+        this.onUpdate(update);
+      }
     } catch (err) {
       if (err.status === 401 || err.status === 403 || err.status === 404) {
         if (!this.stopped) this.onUpdate({ type: 'error', code: err.code });

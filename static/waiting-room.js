@@ -1,7 +1,7 @@
 // The waiting room: event page, join, pre-opening countdown, queue position, the offer
 // and its claim. After the claim, checkout.js takes over (seats, hold, payment).
 
-import { requestPatiently, newKey } from './api.js';
+import { request, requestPatiently, newKey } from './api.js';
 import { messageFor, retrying, chanceWords } from './messages.js';
 import { t, number, translatePage, mountSwitcher } from './i18n.js';
 import { TurnAlerts } from './turn-alerts.js';
@@ -118,6 +118,7 @@ function landing() {
     return;
   }
   if (info.status === 'paused') say(messageFor('queue_paused'), 'warn');
+  readOrganizerMessage();
   $('landing-countdown').hidden = !before;
   $('landing-fairness').hidden = !before;
   if (before) {
@@ -148,7 +149,11 @@ async function join() {
   } catch (err) {
     store.remove('joinKey');
     if (err.code === 'sold_out' || err.code === 'queue_closed') ended(err.code === 'sold_out' ? 'sold_out' : 'closed');
-    else say(messageFor(err.code), err.code === 'queue_paused' ? 'warn' : 'error');
+    else if (err.code === 'queue_maintenance') {
+      // The organizer's own words come with the refusal; ours say what to do.
+      if (typeof err.problem.message === 'string') showOrganizerMessage({ text: err.problem.message, level: 'warning' });
+      say(messageFor(err.code), 'warn');
+    } else say(messageFor(err.code), err.code === 'queue_paused' ? 'warn' : 'error');
   } finally {
     button.disabled = false;
     button.textContent = t('landing.join');
@@ -190,6 +195,9 @@ function onUpdate(msg) {
     case 'error':
       lostPlace(msg.code);
       break;
+    case 'message':
+      showOrganizerMessage(msg.message);
+      break;
     default:
       break;
   }
@@ -226,6 +234,25 @@ function onStatus(status, msg) {
       store.forgetQueue();
     }
     ended(status);
+  }
+}
+
+/** The organizer's message as written: set as text, never parsed as HTML; null hides it. */
+function showOrganizerMessage(message) {
+  const text = message && typeof message.text === 'string' ? message.text : '';
+  const box = $('organizer-message');
+  box.dataset.level = message?.level === 'warning' ? 'warning' : 'info';
+  setText('organizer-message-text', text);
+  box.hidden = !text;
+}
+
+/** The message of the moment, for a page not in line yet (one read of the public snapshot). */
+async function readOrganizerMessage() {
+  try {
+    const { body } = await request('GET', api('/queue/snapshot'));
+    if (body && !link) showOrganizerMessage(body.message ?? null);
+  } catch {
+    // The landing page works without it; the line's own reads bring it later.
   }
 }
 

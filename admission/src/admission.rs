@@ -31,6 +31,8 @@ pub struct Joined {
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
     pub claims: QueueClaims,
+    /// Admitted at once, from the database alone (`fail_open` while the backend is down).
+    pub admitted: Option<Admitted>,
 }
 
 /// A join that passed the limit, the event and the queue's state (`Admission::open_join`).
@@ -104,6 +106,9 @@ pub(crate) struct Inner {
     pub(crate) pressure: crate::pressure::PressureCell,
     /// Ticks run since start, for `/metrics`.
     pub(crate) ticks: AtomicU64,
+    /// Until when (process clock, ms) the queue backend counts as down: set by any call that
+    /// found it unreachable, cleared by a tick that reached it (`fail_open`).
+    pub(crate) backend_down_until: std::sync::atomic::AtomicI64,
 }
 
 /// What the meter is doing, for `/metrics`.
@@ -152,6 +157,7 @@ impl Admission {
                 wake: tokio::sync::Notify::new(),
                 pressure: Default::default(),
                 ticks: AtomicU64::new(0),
+                backend_down_until: std::sync::atomic::AtomicI64::new(0),
             }),
         })
     }
@@ -293,6 +299,11 @@ impl Admission {
             EventState::Closed => return Err(AdmissionError::QueueClosed),
             EventState::SoldOut => return Err(AdmissionError::SoldOut),
             _ if control.closed => return Err(AdmissionError::QueueClosed),
+            _ if control.mode == crate::Mode::Maintenance => {
+                return Err(AdmissionError::QueueMaintenance {
+                    message: control.message.as_ref().map(|m| m.text.clone()),
+                });
+            }
             // A pause stops offers, not the line: joining during one gets a place.
             _ => {}
         }
@@ -355,22 +366,41 @@ impl Admission {
             opens_at_ms: ms(control.opens_at),
             priority: lane == Lane::Priority,
         };
+        if control.fail_open && self.backend_known_down() {
+            // The meter (or a call just now) found the backend unreachable: no buyer waits
+            // out a connection timeout to be told what is already known.
+            return self.join_from_db(event, ticket_id, &control).await;
+        }
         let now = self.inner.cfg.clock.script_now();
-        let fast = if keyed.is_none() && lane == Lane::General {
-            self.fast_join(event, &snap).await?
-        } else {
-            None
+        let queued = async {
+            let fast = if keyed.is_none() && lane == Lane::General {
+                self.fast_join(event, &snap).await?
+            } else {
+                None
+            };
+            Ok::<_, AdmissionError>(match fast {
+                Some(out) => out,
+                None => match self.inner.backend.join(event, args(), now).await {
+                    Err(BackendError::Lost) => {
+                        self.recover(event, &control).await?;
+                        self.inner.backend.join(event, args(), now).await?
+                    }
+                    other => other?,
+                },
+            })
         };
-        let out = match fast {
-            Some(out) => out,
-            None => match self.inner.backend.join(event, args(), now).await {
-                Err(BackendError::Lost) => {
-                    self.recover(event, &control).await?;
-                    self.inner.backend.join(event, args(), now).await?
-                }
-                other => other?,
-            },
+        let out = match queued.await {
+            Ok(out) => out,
+            Err(e) if control.fail_open && crate::fail_open::backend_down(&e) => {
+                self.note_backend(false);
+                return self.join_from_db(event, ticket_id, &control).await;
+            }
+            Err(e) => return Err(e),
         };
+        if control.mode == crate::Mode::PassThrough {
+            // Pass-through offers new joiners at once: the meter ticks now, not in 100 ms.
+            self.inner.wake.notify_one();
+        }
         let mut claims = QueueClaims::issue(event, &ticket_id, out.seq, out.pre, &out.ep);
         claims.iat = out.now.div_euclid(1000);
         claims.exp = claims.iat + self.inner.cfg.queue_token_ttl_s;
@@ -393,6 +423,7 @@ impl Admission {
             position,
             estimated_wait_s: est.estimated_wait_s,
             claims,
+            admitted: None,
         })
     }
 

@@ -39,6 +39,10 @@ pub struct Control {
     pub access: crate::entry::Access,
     /// The organizer's identity key, when one place per person is wanted.
     pub identity: Option<crate::entry::IdentityRule>,
+    pub mode: crate::Mode,
+    /// While the queue backend is down: admit from the database alone (`true`) or refuse.
+    pub fail_open: bool,
+    pub message: Option<crate::QueueMessage>,
 }
 
 /// A durable admission session (`admission_sessions`, unique per event and ticket).
@@ -95,6 +99,16 @@ pub trait AdmissionDb: Send + Sync + 'static {
         place: u64,
         session_s: u32,
     ) -> Result<SessionRecord, DbError>;
+    /// The ticket's session, or a new one only while fewer than `max_active` sessions are
+    /// live (judged by the database in the insert); `None` when full, nothing written.
+    async fn open_session_capped(
+        &self,
+        event: &str,
+        ticket: &str,
+        place: u64,
+        session_s: u32,
+        max_active: u32,
+    ) -> Result<Option<SessionRecord>, DbError>;
     /// The ticket's session, if it was ever claimed.
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError>;
     /// Records the end of a session (confirmed, released, expired, abandoned); idempotent.

@@ -22,6 +22,13 @@ pub enum AdmissionError {
     QueuePaused,
     #[error("queue closed")]
     QueueClosed,
+    /// The organizer put the queue in maintenance: joins are refused, with their message.
+    #[error("queue in maintenance")]
+    QueueMaintenance { message: Option<String> },
+    /// The database refused a new session: `max_active` sessions are live (pass-through and
+    /// fail-open, where the database judges the cap).
+    #[error("every admission slot is taken")]
+    Full,
     #[error("sold out")]
     SoldOut,
     #[error("not your turn yet")]

@@ -13,6 +13,8 @@
 //! - `public`: the public queue snapshot, serialized once per published tick
 //! - `chance`: the chance of a seat for a place in line
 //! - `limit`: the join limit per client address
+//! - `modes`: pass-through, maintenance, fail-open and the organizer's message
+//! - `fail_open`: admission from the database alone while the queue backend is down
 //! - `pressure`: backpressure, the share of the rate the meter uses while the core struggles
 //! - `db`: the [`AdmissionDb`] trait the gateway implements
 //! - `clock`, `config`, `error`
@@ -26,9 +28,11 @@ mod config;
 mod db;
 mod entry;
 mod error;
+mod fail_open;
 mod fairness;
 mod limit;
 mod meter;
+mod modes;
 mod pressure;
 mod public;
 mod snapshot;
@@ -51,6 +55,7 @@ pub use entry::{
 pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
 pub use meter::TickReport;
+pub use modes::{MessageLevel, Mode, QueueMessage};
 pub use pressure::Pressure;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};

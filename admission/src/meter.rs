@@ -12,6 +12,7 @@ use crate::backend::{BackendError, RecoverArgs, TickArgs};
 use crate::chance::SeatCounts;
 use crate::db::{Checkpoint, Control};
 use crate::error::AdmissionError;
+use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
 
 /// What one tick did: the offers it made (join sequences, in queue order) and the snapshot.
@@ -47,14 +48,22 @@ impl Admission {
         let sold_out = seats.sold_out();
         let pressure = self.inner.pressure.get();
         let rate_per_min = pressure.scale(control.rate_per_min);
+        // Maintenance keeps the line and pauses offers; pass-through offers everyone.
+        let maintenance = control.mode == Mode::Maintenance;
+        let pass_through = control.mode == Mode::PassThrough;
         let args = || TickArgs {
             opens_at_ms: ms(control.opens_at),
             rate_per_min,
             max_active: control.max_active,
             active,
             offer_ms: i64::from(control.offer_s) * 1000,
-            hold: control.paused || control.closed || sold_out || rate_per_min == 0,
+            hold: control.paused
+                || control.closed
+                || sold_out
+                || maintenance
+                || (rate_per_min == 0 && !pass_through),
             priority_permille: control.priority_permille,
+            pass_through,
         };
         let now = self.inner.cfg.clock.script_now();
         let out = match self.inner.backend.tick(event, args(), now).await {
@@ -62,15 +71,21 @@ impl Admission {
                 self.recover(event, &control).await?;
                 self.inner.backend.tick(event, args(), now).await?
             }
+            Err(e @ BackendError::Redis(_)) => {
+                // Fail-open joins skip the backend while it is known to be down.
+                self.note_backend(false);
+                return Err(e.into());
+            }
             other => other?,
         };
+        self.note_backend(true);
         let state = if control.closed {
             EventState::Closed
         } else if sold_out {
             EventState::SoldOut
         } else if out.now < ms(control.opens_at) {
             EventState::PreQueue
-        } else if control.paused {
+        } else if control.paused || maintenance {
             EventState::Paused
         } else {
             EventState::Open
@@ -138,6 +153,8 @@ impl Admission {
             seats_held: seats.held_or_paying,
             seats_per_buyer,
             seat_model: Some(seat_model),
+            mode: control.mode,
+            message: control.message.clone(),
             public: Default::default(),
         };
         // Wake the sockets only when something they show changed: a tick that moved nobody

@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::chance::SeatModel;
+use crate::modes::{Mode, QueueMessage};
 use crate::snapshot::{EventState, Snapshot};
 
 /// The bytes of the public JSON and their strong ETag (quoted). Equal to any other `Public`:
@@ -57,6 +58,10 @@ struct Body<'a> {
     /// `chance(p)` for `p` ahead (`chance` module docs).
     seat_model: Option<SeatModel>,
     retry_after_s: u64,
+    /// `normal`, `pass_through` or `maintenance` (offers pause: `state` says `paused`).
+    mode: Mode,
+    /// The organizer's message, shown as plain text: `{text, level}` or `null`.
+    message: Option<&'a QueueMessage>,
 }
 
 /// How soon a page should read the snapshot again (its own place may ask it less often).
@@ -97,6 +102,8 @@ pub(crate) fn render(snapshot: &Snapshot) -> Public {
         seats_per_buyer: snapshot.seats_per_buyer,
         seat_model: snapshot.seat_model,
         retry_after_s: retry_after_s(snapshot.state),
+        mode: snapshot.mode,
+        message: snapshot.message.as_ref(),
     };
     // Serializing plain numbers and strings cannot fail; an empty body would be answered as
     // "no tick yet" rather than panic.

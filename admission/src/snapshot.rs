@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::chance::SeatModel;
 use crate::clock::UnixMs;
+use crate::modes::{Mode, QueueMessage};
 use crate::public::Public;
 use crate::token::QueueClaims;
 
@@ -60,6 +61,10 @@ pub struct Snapshot {
     pub seats_per_buyer: f64,
     /// What `seat_chance` is computed from (`chance`); `None` before the first tick.
     pub seat_model: Option<SeatModel>,
+    /// The organizer's mode (maintenance shows as `Paused` in `state`: offers pause).
+    pub mode: Mode,
+    /// The organizer's message to everyone waiting.
+    pub message: Option<QueueMessage>,
     /// The public JSON of this snapshot, serialized once when the tick is published.
     #[serde(skip)]
     pub public: Public,

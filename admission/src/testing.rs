@@ -91,6 +91,18 @@ pub fn control(opens_at: OffsetDateTime, seed: &str) -> Control {
         priority_permille: 0,
         access: crate::entry::Access::Open,
         identity: None,
+        mode: crate::Mode::Normal,
+        fail_open: false,
+        message: None,
+    }
+}
+
+fn record(s: &Session, created: bool) -> SessionRecord {
+    SessionRecord {
+        session_id: s.id.clone(),
+        ticket_id: s.ticket.clone(),
+        expires_at: at(s.expires_ms),
+        created,
     }
 }
 
@@ -138,12 +150,7 @@ impl AdmissionDb for MemoryDb {
                 (s, true)
             }
         };
-        Ok(SessionRecord {
-            session_id: s.id,
-            ticket_id: s.ticket,
-            expires_at: at(s.expires_ms),
-            created,
-        })
+        Ok(record(&s, created))
     }
 
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {
@@ -167,6 +174,40 @@ impl AdmissionDb for MemoryDb {
             }
         }
         Ok(())
+    }
+
+    async fn open_session_capped(
+        &self,
+        event: &str,
+        ticket: &str,
+        _place: u64,
+        session_s: u32,
+        max_active: u32,
+    ) -> Result<Option<SessionRecord>, DbError> {
+        // One lock for the count and the insert, as the database's conditional insert is one
+        // judgement.
+        let now = self.clock.now_ms();
+        let mut st = self.lock();
+        let key = (event.to_owned(), ticket.to_owned());
+        if let Some(s) = st.sessions.get(&key) {
+            return Ok(Some(record(s, false)));
+        }
+        let live = st
+            .sessions
+            .iter()
+            .filter(|((e, _), s)| e == event && !s.ended && s.expires_ms > now)
+            .count() as u64;
+        if live >= u64::from(max_active) {
+            return Ok(None);
+        }
+        let s = Session {
+            id: uuid::Uuid::now_v7().to_string(),
+            ticket: ticket.to_owned(),
+            expires_ms: now + i64::from(session_s) * 1000,
+            ended: false,
+        };
+        st.sessions.insert(key, s.clone());
+        Ok(Some(record(&s, true)))
     }
 
     async fn active_sessions(&self, event: &str) -> Result<u64, DbError> {

@@ -6,6 +6,7 @@ use crate::clock::UnixMs;
 use crate::db::{Control, SessionRecord};
 use crate::error::AdmissionError;
 use crate::fairness;
+use crate::modes::Mode;
 use crate::snapshot::EventState;
 use crate::status::{self, QueueStatus, Status};
 use crate::token::QueueClaims;
@@ -45,6 +46,9 @@ impl Admission {
         if control.closed || snap.state == EventState::Closed {
             return Ok(status::build(QueueStatus::Closed, None, None, None));
         }
+        if self.session_if_down(claims, &control).await?.is_some() {
+            return Ok(status::build(QueueStatus::Admitted, None, None, None));
+        }
         // Most pollers are far back: answer them from the last tick's snapshot, with no backend
         // call. A ticket the cursor has reached (offered, claimed, lapsed) asks the backend.
         if snap.epoch == claims.epoch
@@ -60,7 +64,10 @@ impl Admission {
             };
             return Ok(status::build(s, Some(ahead), Some(&snap), None));
         }
-        let (state, now) = self.ticket_state(claims, &control).await?;
+        let (state, now) = match self.ticket_state(claims, &control).await {
+            Ok(found) => found,
+            Err(e) => return self.status_while_down(claims, &control, e).await,
+        };
         Ok(match state {
             TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
             // Redis forgets claims in a loss; the database does not.
@@ -84,7 +91,9 @@ impl Admission {
                     match snap.state {
                         EventState::SoldOut => QueueStatus::SoldOut,
                         EventState::Paused => QueueStatus::Paused,
-                        _ if control.paused => QueueStatus::Paused,
+                        _ if control.paused || control.mode == Mode::Maintenance => {
+                            QueueStatus::Paused
+                        }
                         _ => QueueStatus::Waiting,
                     }
                 };
@@ -97,15 +106,35 @@ impl Admission {
     /// returns the same session.
     #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn claim(&self, claims: &QueueClaims) -> Result<Admitted, AdmissionError> {
-        let event = claims.event.as_str();
-        let control = self.control(event).await?;
+        let control = self.control(&claims.event).await?;
         if control.closed {
             return Err(AdmissionError::QueueClosed);
         }
+        if let Some(admitted) = self.session_if_down(claims, &control).await? {
+            return Ok(admitted);
+        }
+        let claimed = if control.mode == Mode::PassThrough {
+            self.claim_capped(claims, &control).await
+        } else {
+            self.claim_metered(claims, &control).await
+        };
+        match claimed {
+            Err(e) => self.session_while_down(claims, &control, e).await,
+            ok => ok,
+        }
+    }
+
+    /// The meter offered within the cap: the offer becomes a session.
+    async fn claim_metered(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<Admitted, AdmissionError> {
+        let event = claims.event.as_str();
         let now = self.inner.cfg.clock.script_now();
         let start = match self.inner.backend.claim_start(event, claims.seq, now).await {
             Err(BackendError::Lost) => {
-                self.recover(event, &control).await?;
+                self.recover(event, control).await?;
                 self.inner
                     .backend
                     .claim_start(event, claims.seq, now)
@@ -128,9 +157,54 @@ impl Admission {
             ClaimStart::NotOffered => match db.session(event, &claims.ticket_id).await? {
                 // Redis forgot the claim (a loss); the database did not.
                 Some(s) => s,
-                None => return Err(self.refusal(claims, &control).await?),
+                None => return Err(self.refusal(claims, control).await?),
             },
         };
+        self.admitted(event, session)
+    }
+
+    /// Pass-through offered everyone: the database judges the cap before the offer is
+    /// spent, so a buyer refused for a full house keeps the offer and may try again until it
+    /// lapses.
+    async fn claim_capped(
+        &self,
+        claims: &QueueClaims,
+        control: &Control,
+    ) -> Result<Admitted, AdmissionError> {
+        let event = claims.event.as_str();
+        let (state, _) = self.ticket_state(claims, control).await?;
+        if !matches!(state, TicketState::Offered { .. } | TicketState::Claimed) {
+            return match self.inner.db.session(event, &claims.ticket_id).await? {
+                Some(s) => self.admitted(event, s),
+                None => Err(self.refusal(claims, control).await?),
+            };
+        }
+        let session = self
+            .inner
+            .db
+            .open_session_capped(
+                event,
+                &claims.ticket_id,
+                claims.seq,
+                control.session_s,
+                control.max_active,
+            )
+            .await?
+            .ok_or(AdmissionError::Full)?;
+        // The session exists: the offer is spent. An offer that lapsed in between is moved by
+        // nobody; the session stands either way (the database is the fence).
+        let now = self.inner.cfg.clock.script_now();
+        if let ClaimStart::Moved | ClaimStart::Claimed = self
+            .inner
+            .backend
+            .claim_start(event, claims.seq, now)
+            .await?
+        {
+            self.inner
+                .backend
+                .claim_done(event, claims.seq, now)
+                .await?;
+        }
         self.admitted(event, session)
     }
 
@@ -152,7 +226,11 @@ impl Admission {
         })
     }
 
-    fn admitted(&self, event: &str, s: SessionRecord) -> Result<Admitted, AdmissionError> {
+    pub(crate) fn admitted(
+        &self,
+        event: &str,
+        s: SessionRecord,
+    ) -> Result<Admitted, AdmissionError> {
         let admission_token = self.inner.cfg.keys.sign_admission(
             event,
             &s.session_id,

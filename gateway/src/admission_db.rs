@@ -62,6 +62,19 @@ impl AdmissionDb for StoreAdmissionDb {
             priority_permille: clamp(c.priority_permille).min(1000),
             access: crate::entry::access_rule(&c.access),
             identity: crate::entry::identity_rule(&c.access),
+            mode: match c.mode {
+                reservation::AdmissionMode::Normal => admission::Mode::Normal,
+                reservation::AdmissionMode::PassThrough => admission::Mode::PassThrough,
+                reservation::AdmissionMode::Maintenance => admission::Mode::Maintenance,
+            },
+            fail_open: c.on_backend_down == reservation::BackendDown::FailOpen,
+            message: c.message.map(|m| admission::QueueMessage {
+                text: m.text,
+                level: match m.level {
+                    reservation::MessageLevel::Info => admission::MessageLevel::Info,
+                    reservation::MessageLevel::Warning => admission::MessageLevel::Warning,
+                },
+            }),
         }))
     }
 
@@ -87,6 +100,34 @@ impl AdmissionDb for StoreAdmissionDb {
             .map_err(db_error)?;
         let created = session.created;
         Ok(record(session, created))
+    }
+
+    async fn open_session_capped(
+        &self,
+        event: &str,
+        ticket: &str,
+        place: u64,
+        session_s: u32,
+        max_active: u32,
+    ) -> Result<Option<SessionRecord>, DbError> {
+        let ticket_id = ticket.parse::<TicketId>().map_err(db_error)?;
+        let event = event_id(event)?;
+        let place = i64::try_from(place).ok().filter(|p| *p > 0);
+        let session = self
+            .store
+            .open_session_capped(
+                &event,
+                &ticket_id,
+                place,
+                i64::from(session_s),
+                i64::from(max_active),
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(session.map(|s| {
+            let created = s.created;
+            record(s, created)
+        }))
     }
 
     async fn session(&self, event: &str, ticket: &str) -> Result<Option<SessionRecord>, DbError> {

@@ -64,6 +64,19 @@ impl From<AdmissionError> for Problem {
             AdmissionError::QueueClosed => {
                 Problem::new(CONFLICT, "queue_closed", "the queue is closed")
             }
+            // The organizer's message is the detail, and its own field for pages.
+            AdmissionError::QueueMaintenance { message } => Problem::new(
+                CONFLICT,
+                "queue_maintenance",
+                message
+                    .clone()
+                    .unwrap_or_else(|| "the queue is in maintenance: no new places for now".into()),
+            )
+            .with("message", json!(message)),
+            AdmissionError::Full => Problem::overloaded(
+                "every admission slot is taken; retry shortly while your offer lasts",
+            )
+            .counted("admission_full"),
             AdmissionError::SoldOut => Problem::new(CONFLICT, "sold_out", "every seat is sold"),
             AdmissionError::NotYourTurn => {
                 Problem::new(CONFLICT, "not_your_turn", "it is not your turn yet")
@@ -126,6 +139,12 @@ impl From<reservation::Error> for Problem {
             .with("max", json!(max)),
             E::Inconsistent(rule) => Problem::bad_request(rule),
             E::NothingToChange => Problem::bad_request("the change names no setting"),
+            E::StaleVersion { current } => Problem::new(
+                CONFLICT,
+                "stale_version",
+                "the settings changed since you read them; read them again",
+            )
+            .with("version", json!(current)),
             E::SessionNotFound | E::SessionEnded => Problem::new(
                 StatusCode::UNAUTHORIZED,
                 "token_expired",

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use reservation::MESSAGE_CHARS;
 use reservation::limits as l;
 
 use crate::auth::Caller;
@@ -211,7 +212,24 @@ fn admission_schema(flow_min: i64, is_change: bool) -> Value {
     }});
     if is_change {
         schema["minProperties"] = json!(1);
-        schema["properties"]["priority_share"] = json!({"type": "number", "minimum": 0, "maximum": 1,
+        let change = &mut schema["properties"];
+        change["mode"] = json!({"type": "string", "enum": ["normal", "pass_through", "maintenance"],
+            "description": "pass_through offers everyone waiting (the cap judged at claim); maintenance refuses joins (409 queue_maintenance) and pauses offers, keeping every place"});
+        change["on_backend_down"] = json!({"type": "string", "enum": ["fail_closed", "fail_open"],
+            "description": "while the queue backend is down: refuse (503) or admit from the database alone within the cap"});
+        change["message"] = json!({"description": "shown as plain text on every waiting page; null clears it",
+        "oneOf": [
+            {"type": "null"},
+            {"type": "object", "required": ["text", "level"], "additionalProperties": false,
+             "properties": {
+                "text": {"type": "string", "minLength": 1, "maxLength": MESSAGE_CHARS,
+                    "allOf": [{"pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"},
+                              {"pattern": NOT_ALL_BLANK}]},
+                "level": {"type": "string", "enum": ["info", "warning"]}}},
+        ]});
+        change["version"] = json!({"type": "integer", "format": "int64", "minimum": 1,
+            "description": "the version last read: a stale one is refused with 409 stale_version and nothing changes"});
+        change["priority_share"] = json!({"type": "number", "minimum": 0, "maximum": 1,
             "description": "the share of offers the priority lane may take (in steps of 0.001)"});
     }
     schema

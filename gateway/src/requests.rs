@@ -81,6 +81,74 @@ pub struct AdmissionSettings {
     pub priority_share: Option<f64>,
 }
 
+/// `PATCH …/admission`: the creation settings, the emergency controls, the message and the
+/// version the change is conditional on.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionChange {
+    #[serde(default, deserialize_with = "present")]
+    pub rate_per_min: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_active: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub session_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub offer_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub paused: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    pub mode: Option<ModeName>,
+    #[serde(default, deserialize_with = "present")]
+    pub on_backend_down: Option<BackendDownName>,
+    /// The one field where `null` means something: it clears the message.
+    #[serde(default, deserialize_with = "nullable")]
+    pub message: Option<Option<MessageBody>>,
+    #[serde(default, deserialize_with = "present")]
+    pub version: Option<i64>,
+    /// The priority lane's share of offers, 0-1 (live changes only).
+    #[serde(default, deserialize_with = "present")]
+    pub priority_share: Option<f64>,
+}
+
+/// Absent → `None`; `null` → `Some(None)`; a value → `Some(Some(v))`.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeName {
+    Normal,
+    PassThrough,
+    Maintenance,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendDownName {
+    FailClosed,
+    FailOpen,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelName {
+    Info,
+    Warning,
+}
+
+/// The organizer's message: plain text (shown as written, never as HTML) and its styling.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    pub text: String,
+    pub level: LevelName,
+}
+
 /// `POST /api/admin/events/{event}/seats`: a list, or rows to generate.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -189,15 +257,6 @@ pub struct IdentitySettings {
     pub public_key_pem: Option<String>,
     #[serde(default)]
     pub required: bool,
-}
-
-/// A field where `null` means "remove" and absence means "unchanged".
-fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// The query of `GET /api/admin/events/{event}/stuck`.

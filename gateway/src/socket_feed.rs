@@ -2,13 +2,14 @@
 //! `PUSH_EVERY`. The meter ticks ten times a second and, while offers flow, every tick moves
 //! every position; 15,000 sockets each told ten times a second was 150,000 frames a second,
 //! which kept both cores of the 500,000-buyer soak busy with news nobody reads that fast.
-//! A change of the event's state (paused, sold out, closed, reopened) is passed on at once.
+//! A change of the event's state (paused, sold out, closed, reopened) or of the organizer's
+//! message is passed on at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use admission::{Admission, Snapshot};
+use admission::{Admission, QueueMessage, Snapshot};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -40,10 +41,11 @@ impl SocketFeeds {
 /// Passes the meter's snapshots on: state changes at once, position changes no more often
 /// than `PUSH_EVERY` (the latest one wins; the ones in between are never sent).
 async fn relay(mut source: watch::Receiver<Arc<Snapshot>>, tx: watch::Sender<Arc<Snapshot>>) {
-    let mut last_state = source.borrow().state;
+    let news = |s: &Snapshot| (s.state, QueueMessage::fingerprint(s.message.as_ref()));
+    let mut last_news = news(&source.borrow());
     let mut last_sent: Option<Instant> = None;
     while source.changed().await.is_ok() {
-        let urgent = source.borrow().state != last_state;
+        let urgent = news(&source.borrow()) != last_news;
         if !urgent && let Some(at) = last_sent {
             // Wait out the pace, unless the event's state changes meanwhile.
             let paced = tokio::time::sleep_until(at + PUSH_EVERY);
@@ -55,7 +57,7 @@ async fn relay(mut source: watch::Receiver<Arc<Snapshot>>, tx: watch::Sender<Arc
                         if changed.is_err() {
                             return;
                         }
-                        if source.borrow().state != last_state {
+                        if news(&source.borrow()) != last_news {
                             break;
                         }
                     }
@@ -63,7 +65,7 @@ async fn relay(mut source: watch::Receiver<Arc<Snapshot>>, tx: watch::Sender<Arc
             }
         }
         let snapshot = source.borrow_and_update().clone();
-        last_state = snapshot.state;
+        last_news = news(&snapshot);
         tx.send_replace(snapshot);
         last_sent = Some(Instant::now());
     }

@@ -4,6 +4,7 @@
 
 use crate::Error;
 use crate::access::{EventAccess, IdentityKey};
+use crate::admission_modes::{AdmissionMode, BackendDown, QueueMessage};
 use crate::ids::{EventId, TicketId};
 use crate::session::Session;
 use crate::store::Store;
@@ -26,6 +27,9 @@ pub struct AdmissionControl {
     pub priority_permille: i64,
     /// Who may join, and the identity key (read in the same statement, so a tick reads both).
     pub access: EventAccess,
+    pub mode: AdmissionMode,
+    pub on_backend_down: BackendDown,
+    pub message: Option<QueueMessage>,
 }
 
 /// `AdmissionControl` as read: booleans travel as integers (the Any driver does not decode
@@ -48,6 +52,10 @@ struct ControlRow {
     identity_alg: Option<String>,
     identity_key: Option<String>,
     identity_required: Option<i64>,
+    mode: String,
+    on_backend_down: String,
+    message_text: Option<String>,
+    message_level: Option<String>,
 }
 
 /// An organizer's live change; `None` leaves a field as it is.
@@ -61,6 +69,13 @@ pub struct AdmissionPatch {
     pub closed: Option<bool>,
     /// The priority lane's share of offers, in thousandths (0-1000).
     pub priority_permille: Option<i64>,
+    pub mode: Option<AdmissionMode>,
+    pub on_backend_down: Option<BackendDown>,
+    /// `Some(None)` clears the message.
+    pub message: Option<Option<QueueMessage>>,
+    /// The version the organizer last read: the change applies only if the row still has it
+    /// (`None`: last writer wins).
+    pub expected_version: Option<i64>,
 }
 
 impl AdmissionPatch {
@@ -76,6 +91,10 @@ impl AdmissionPatch {
             paused,
             closed,
             priority_permille,
+            mode,
+            on_backend_down,
+            message,
+            expected_version: _,
         } = self;
         if rate_per_min.is_none()
             && max_active.is_none()
@@ -84,8 +103,17 @@ impl AdmissionPatch {
             && paused.is_none()
             && closed.is_none()
             && priority_permille.is_none()
+            && mode.is_none()
+            && on_backend_down.is_none()
+            && message.is_none()
         {
             return Err(Error::NothingToChange);
+        }
+        if let Some(Some(m)) = message {
+            m.validate()?;
+        }
+        if let Some(v) = self.expected_version {
+            within("version", v, 1, i64::MAX)?;
         }
         let bounded = [
             ("rate_per_min", *rate_per_min, 0, l::RATE_PER_MIN),
@@ -129,7 +157,8 @@ impl Store {
              cast(e.max_seats_per_hold as bigint) as max_seats_per_hold, \
              cast(c.priority_permille as bigint) as priority_permille, a.access, \
              MS(a.general_opens_at) as general_opens_at_ms, a.identity_alg, a.identity_key, \
-             cast(case when a.identity_required then 1 else 0 end as bigint) as identity_required \
+             cast(case when a.identity_required then 1 else 0 end as bigint) as identity_required, \
+             c.mode, c.on_backend_down, c.message_text, c.message_level \
              from admission_controls c join events e on e.event_id = c.event_id \
              left join event_access a on a.event_id = c.event_id where c.event_id = $1",
         ))
@@ -158,6 +187,9 @@ impl Store {
                     identity_required: r.identity_required.unwrap_or(0) != 0,
                 },
             },
+            mode: AdmissionMode::from_stored(&r.mode),
+            on_backend_down: BackendDown::from_stored(&r.on_backend_down),
+            message: QueueMessage::from_stored(r.message_text, r.message_level),
         }))
     }
 
@@ -173,12 +205,20 @@ impl Store {
         // hold and abandon deadlines: a session outlives a hold's longest life plus its
         // payment's abandon deadline, so no buyer loses their slot while paying. Only a change
         // of `session_s` is judged, so a pause or a close is never refused.
+        let message = patch.message.as_ref();
+        // A clear (`Some(None)`) and a new message are told apart by `$10`; `$13`, when
+        // given, makes the change conditional on the version the organizer last read.
         let done = sqlx::query(self.sql(
             "update admission_controls set \
              rate_per_min = coalesce($2, rate_per_min), max_active = coalesce($3, max_active), \
              session_s = coalesce($4, session_s), offer_s = coalesce($5, offer_s), \
              paused = coalesce($6, paused), closed = coalesce($7, closed), \
-             priority_permille = coalesce($8, priority_permille), version = version + 1, updated_at = NOW where event_id = $1 \
+             mode = coalesce($8, mode), on_backend_down = coalesce($9, on_backend_down), \
+             message_text = case when $10 = 1 then $11 else message_text end, \
+             message_level = case when $10 = 1 then $12 else message_level end, \
+             priority_permille = coalesce($14, priority_permille), \
+             version = version + 1, updated_at = NOW where event_id = $1 \
+             and ($13 is null or version = $13) \
              and ($4 is null or $4 >= \
                  (select e.max_hold_s + e.abandon_s from events e where e.event_id = $1))",
         ))
@@ -189,11 +229,22 @@ impl Store {
         .bind(patch.offer_s)
         .bind(patch.paused)
         .bind(patch.closed)
+        .bind(patch.mode.map(AdmissionMode::as_str))
+        .bind(patch.on_backend_down.map(BackendDown::as_str))
+        .bind(i64::from(message.is_some()))
+        .bind(message.and_then(|m| m.as_ref().map(|m| m.text.clone())))
+        .bind(message.and_then(|m| m.as_ref().map(|m| m.level.as_str())))
+        .bind(patch.expected_version)
         .bind(patch.priority_permille)
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 0 {
             return Err(match self.admission_control(event).await? {
+                Some(now) if patch.expected_version.is_some_and(|v| v != now.version) => {
+                    Error::StaleVersion {
+                        current: now.version,
+                    }
+                }
                 Some(_) => Error::Inconsistent("session_s must be at least max_hold_s + abandon_s"),
                 None => Error::EventNotFound,
             });

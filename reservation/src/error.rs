@@ -35,6 +35,9 @@ pub enum Error {
     /// A change that names nothing to change.
     #[error("the change names no setting")]
     NothingToChange,
+    /// A conditional change named a version the settings have moved past: nothing changed.
+    #[error("the settings changed since version was read (now {current})")]
+    StaleVersion { current: i64 },
     #[error("session not found")]
     SessionNotFound,
     #[error("session has ended")]

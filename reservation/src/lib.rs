@@ -30,6 +30,7 @@
 //! - `testing` (feature) — fresh databases for tests.
 
 mod access;
+mod admission_modes;
 mod admission_state;
 mod audit;
 pub mod codes;
@@ -53,6 +54,7 @@ mod reads;
 mod receipt;
 pub mod reconcile;
 mod session;
+mod session_cap;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -60,6 +62,7 @@ mod views;
 pub mod webhook_intake;
 
 pub use access::{AccessPatch, EventAccess, IdentityKey, IdentityPatch};
+pub use admission_modes::{AdmissionMode, BackendDown, MESSAGE_CHARS, MessageLevel, QueueMessage};
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
 pub use audit::AuditEntry;
 pub use dialect::Dialect;

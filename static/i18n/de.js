@@ -77,6 +77,7 @@ export default {
     'Sie waren an der Reihe, haben aber nicht rechtzeitig zugegriffen, daher ging der Einlass an die nächste Person. So bleibt die Schlange für alle in Bewegung. Sie können erneut beitreten; Sie kommen dann ans Ende.',
   'lapsed.rejoin': 'Erneut anstellen',
 
+  'organizer.messageLabel': 'Nachricht des Veranstalters:',
   'ended.soldOut': 'Ausverkauft',
   'ended.soldOutBody':
     'Alle Plätze sind gerade verkauft oder reserviert. Reservierte Plätze werden manchmal wieder frei: Dann öffnet sich die Warteschlange von selbst. Lassen Sie diese Seite offen, um Ihren Platz zu behalten.',
@@ -163,6 +164,8 @@ export default {
   'error.overloaded': 'Gerade ist sehr viel los. Bleiben Sie auf dieser Seite; wir versuchen es automatisch erneut.',
   'error.queue_paused': 'Der Veranstalter hat den Verkauf kurz angehalten. Sie behalten Ihren Platz; es geht von selbst weiter.',
   'error.queue_closed': 'Diese Warteschlange ist geschlossen: Es wird niemand mehr eingelassen.',
+  'error.queue_maintenance': 'Die Warteschlange ist wegen Wartungsarbeiten für neue Käufer geschlossen. Bitte versuchen Sie es etwas später erneut.',
+  'error.stale_version': 'Diese Einstellungen wurden inzwischen von jemand anderem geändert. Laden Sie sie neu und wenden Sie Ihre Änderung erneut an.',
   'error.sold_out': 'Ausverkauft: Alle Plätze sind verkauft oder reserviert. Werden reservierte Plätze wieder frei, öffnet sich die Warteschlange von selbst.',
   'error.not_your_turn': 'Sie sind noch nicht an der Reihe. Bitte warten Sie; wir sagen Ihnen Bescheid.',
   'error.offer_lapsed': 'Ihr Einlass ist verfallen, weil Sie nicht rechtzeitig zugegriffen haben; er ging an die nächste Person.',

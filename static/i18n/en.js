@@ -80,6 +80,7 @@ export default {
     "Your turn came, but it wasn't claimed in time, so it went to the next person in line. This keeps the queue moving for everyone. You can join again; you'll be placed at the back.",
   'lapsed.rejoin': 'Join the queue again',
 
+  'organizer.messageLabel': 'Message from the organizer:',
   'ended.soldOut': 'Sold out',
   'ended.soldOutBody':
     'Every seat is sold or held right now. Held seats sometimes come back: if they do, the queue reopens by itself. Keep this page open to keep your place.',

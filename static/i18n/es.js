@@ -77,6 +77,7 @@ export default {
     'Llegó su turno, pero no se confirmó a tiempo, así que pasó a la siguiente persona de la cola. Así la cola avanza para todos. Puede volver a unirse; se le colocará al final.',
   'lapsed.rejoin': 'Volver a la cola',
 
+  'organizer.messageLabel': 'Mensaje del organizador:',
   'ended.soldOut': 'Agotado',
   'ended.soldOutBody':
     'Todos los asientos están vendidos o reservados ahora mismo. A veces los asientos reservados vuelven: si es así, la cola se reabre sola. Mantenga esta página abierta para conservar su lugar.',
@@ -163,6 +164,8 @@ export default {
   'error.overloaded': 'Ahora mismo hay mucha demanda. Quédese en esta página; lo reintentaremos automáticamente.',
   'error.queue_paused': 'El organizador ha pausado la venta un momento. Conserva su lugar; continuará por sí sola.',
   'error.queue_closed': 'Esta cola está cerrada: ya no se deja pasar a nadie más.',
+  'error.queue_maintenance': 'La cola está cerrada a nuevos compradores por mantenimiento. Vuelva a intentarlo un poco más tarde.',
+  'error.stale_version': 'Otra persona ha cambiado estos ajustes entretanto. Vuelva a cargarlos y aplique de nuevo su cambio.',
   'error.sold_out': 'Agotado: todos los asientos están vendidos o reservados. Si vuelven asientos reservados, la cola se reabre sola.',
   'error.not_your_turn': 'Aún no es su turno. Espere; le avisaremos cuando lo sea.',
   'error.offer_lapsed': 'Su turno pasó porque no se confirmó a tiempo, así que fue para la siguiente persona.',

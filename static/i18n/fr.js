@@ -77,6 +77,7 @@ export default {
     'Votre tour est venu, mais il n’a pas été confirmé à temps ; il est donc passé à la personne suivante. Ainsi la file avance pour tout le monde. Vous pouvez la rejoindre à nouveau ; vous serez placé à la fin.',
   'lapsed.rejoin': 'Rejoindre à nouveau la file',
 
+  'organizer.messageLabel': 'Message de l’organisateur :',
   'ended.soldOut': 'Complet',
   'ended.soldOutBody':
     'Toutes les places sont vendues ou réservées pour le moment. Des places réservées se libèrent parfois : la file rouvre alors d’elle-même. Gardez cette page ouverte pour garder votre place.',
@@ -163,6 +164,8 @@ export default {
   'error.overloaded': 'Nous sommes très sollicités en ce moment. Restez sur cette page ; nous réessayons automatiquement.',
   'error.queue_paused': 'L’organisateur a mis la vente en pause un instant. Vous gardez votre place ; elle reprendra d’elle-même.',
   'error.queue_closed': 'Cette file est fermée : plus personne n’est admis.',
+  'error.queue_maintenance': 'La file est fermée aux nouveaux acheteurs pour maintenance. Veuillez réessayer un peu plus tard.',
+  'error.stale_version': 'Ces réglages ont été modifiés entre-temps par quelqu’un d’autre. Rechargez-les et appliquez de nouveau votre modification.',
   'error.sold_out': 'Complet : toutes les places sont vendues ou réservées. Si des places réservées se libèrent, la file rouvre d’elle-même.',
   'error.not_your_turn': 'Ce n’est pas encore votre tour. Patientez ; nous vous préviendrons.',
   'error.offer_lapsed': 'Votre tour est passé faute d’avoir été confirmé à temps ; il est allé à la personne suivante.',

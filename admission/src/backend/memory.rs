@@ -10,8 +10,9 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter, middleware::NoOpMiddleware};
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
-    TickArgs, TickOutcome, TicketArgs, TicketState, next_is_priority, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome,
+    PASS_THROUGH_BATCH, RecoverArgs, TickArgs, TickOutcome, TicketArgs, TicketState,
+    next_is_priority, tolerance_ms,
 };
 use crate::clock::{Clock, UnixMs};
 use crate::entry::PRIORITY_BASE;
@@ -281,13 +282,19 @@ impl MemoryQueue {
             let cursor = q.cursor.unwrap_or(0);
             let avail = q.z.len() as u64 + q.seq - cursor + q.pz.len() as u64;
             let slots = u64::from(args.max_active).saturating_sub(args.active + open);
-            if opened && !args.hold && args.rate_per_min > 0 && slots > 0 && avail > 0 {
-                let meter = meter_for(&mut q.meter, args.rate_per_min, &clock);
-                let mut budget = slots.min(avail);
+            let pass = args.pass_through;
+            if opened && !args.hold && avail > 0 && (pass || (args.rate_per_min > 0 && slots > 0)) {
+                // Pass-through: no pace and no cap here (the database judges it at claim).
+                let meter = (!pass).then(|| meter_for(&mut q.meter, args.rate_per_min, &clock));
+                let mut budget = if pass {
+                    avail.min(PASS_THROUGH_BATCH)
+                } else {
+                    slots.min(avail)
+                };
                 let expires = now + args.offer_ms;
                 let mut credit = q.credit;
                 while budget > 0
-                    && (meter.check().is_ok()
+                    && (meter.is_none_or(|m| m.check().is_ok())
                         || credit.checked_sub(1).map(|c| credit = c).is_some())
                 {
                     budget -= 1;

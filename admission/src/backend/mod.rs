@@ -98,7 +98,14 @@ pub(crate) struct TickArgs {
     pub hold: bool,
     /// The priority lane's share of offers, in thousandths.
     pub priority_permille: u32,
+    /// Offer everyone waiting (up to `PASS_THROUGH_BATCH` a tick), with no pace and no cap:
+    /// the database judges the cap when an offer is claimed.
+    pub pass_through: bool,
 }
+
+/// Offers one pass-through tick makes at most: ten ticks a second empty a line of 100,000 in
+/// a second, and one script never runs long enough to stall Redis for everyone else.
+pub(crate) const PASS_THROUGH_BATCH: u64 = 10_000;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TickOutcome {

@@ -7,8 +7,8 @@ use redis::{RedisResult, Script};
 use serde::Deserialize;
 
 use super::{
-    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome, RecoverArgs,
-    TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
+    BackendError, CLAIM_SETTLE_MS, CLAIM_SLOT_MS, ClaimStart, JoinArgs, JoinOutcome,
+    PASS_THROUGH_BATCH, RecoverArgs, TickArgs, TickOutcome, TicketArgs, TicketState, tolerance_ms,
 };
 use crate::clock::UnixMs;
 
@@ -319,6 +319,8 @@ impl RedisQueue {
             tolerance_ms(args.rate_per_min).to_string(),
             args.priority_permille.to_string(),
             super::CARRY_START.to_string(),
+            if args.pass_through { "1" } else { "0" }.to_owned(),
+            PASS_THROUGH_BATCH.to_string(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.tick, event, now, &argv).await?)?;
         let offered = r

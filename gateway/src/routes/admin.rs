@@ -6,13 +6,18 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use reservation::{AdmissionPatch, EventId, NewEvent, NewSeat, SeatId};
+use reservation::{
+    AdmissionMode, AdmissionPatch, BackendDown, EventId, MessageLevel, NewEvent, NewSeat,
+    QueueMessage, SeatId,
+};
 
 use crate::auth::Organizer;
 use crate::clock::rfc3339;
 use crate::extract::{JsonBody, PathId, Query};
 use crate::problem::Problem;
-use crate::requests::{AdmissionSettings, CreateEvent, SeatsRequest, StuckQuery};
+use crate::requests::{
+    AdmissionChange, BackendDownName, CreateEvent, LevelName, ModeName, SeatsRequest, StuckQuery,
+};
 use crate::state::AppState;
 
 const ACTOR: &str = "organizer";
@@ -213,7 +218,7 @@ pub(crate) async fn tune(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
     _: Organizer,
-    body: JsonBody<AdmissionSettings>,
+    body: JsonBody<AdmissionChange>,
 ) -> Result<Response, Problem> {
     let request = &body.value;
     for (name, value) in [
@@ -236,6 +241,25 @@ pub(crate) async fn tune(
         paused: request.paused,
         closed: None,
         priority_permille: priority_permille(request.priority_share)?,
+        mode: request.mode.map(|m| match m {
+            ModeName::Normal => AdmissionMode::Normal,
+            ModeName::PassThrough => AdmissionMode::PassThrough,
+            ModeName::Maintenance => AdmissionMode::Maintenance,
+        }),
+        on_backend_down: request.on_backend_down.map(|d| match d {
+            BackendDownName::FailClosed => BackendDown::FailClosed,
+            BackendDownName::FailOpen => BackendDown::FailOpen,
+        }),
+        message: request.message.as_ref().map(|m| {
+            m.as_ref().map(|m| QueueMessage {
+                text: m.text.clone(),
+                level: match m.level {
+                    LevelName::Info => MessageLevel::Info,
+                    LevelName::Warning => MessageLevel::Warning,
+                },
+            })
+        }),
+        expected_version: request.version,
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
     obey_now(&state, event.as_str()).await;
@@ -276,6 +300,8 @@ fn control_json(c: &reservation::AdmissionControl) -> Value {
         "rate_per_min": c.rate_per_min, "max_active": c.max_active, "session_s": c.session_s,
         "offer_s": c.offer_s, "paused": c.paused, "closed": c.closed, "version": c.version,
         "priority_share": c.priority_permille as f64 / 1000.0,
+        "mode": c.mode.as_str(), "on_backend_down": c.on_backend_down.as_str(),
+        "message": c.message.as_ref().map(|m| json!({"text": m.text, "level": m.level.as_str()})),
     })
 }
 

@@ -55,11 +55,14 @@ pub(crate) async fn join(
         .join_through(gate, entry.key(key.as_deref()), entry.lane)
         .await?;
     JOINS.increment(1);
+    let admitted = joined.admitted.as_ref();
     let body = JoinBody {
+        admission_token: admitted.map(|a| a.admission_token.as_str()),
         estimated_wait_s: joined.estimated_wait_s,
         lane: joined.claims.lane,
         position: joined.position,
         queue_token: &joined.queue_token,
+        session_expires_at: admitted.map(|a| rfc3339(crate::clock::ms(a.session_expires_at))),
         status: joined.status,
         ticket_id: &joined.ticket_id,
     };
@@ -71,12 +74,17 @@ pub(crate) async fn join(
 /// sorted `json!` map wrote.
 #[derive(Serialize)]
 struct JoinBody<'a> {
+    /// Only when admitted at once (`fail_open` while the queue backend is down).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    admission_token: Option<&'a str>,
     estimated_wait_s: Option<u64>,
     /// Absent for the general lane, so a plain join's answer is what it always was.
     #[serde(skip_serializing_if = "Lane::is_general")]
     lane: Lane,
     position: Option<u64>,
     queue_token: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_expires_at: Option<String>,
     status: QueueStatus,
     ticket_id: &'a str,
 }

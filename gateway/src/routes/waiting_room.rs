@@ -14,7 +14,7 @@ use axum::response::Response;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use admission::{Admission, EventState, QueueClaims, QueueStatus, Snapshot};
+use admission::{Admission, EventState, QueueClaims, QueueMessage, QueueStatus, Snapshot};
 use reservation::EventId;
 use tokio_util::sync::CancellationToken;
 
@@ -147,6 +147,8 @@ struct Told {
     /// waiting socket keeps this, so it stays one word.
     said: u64,
     status: Option<&'static str>,
+    /// The organizer's message last told (`QueueMessage::fingerprint`; 0: none).
+    message: u64,
 }
 
 /// A place, its wait (point and range) and its chance of a seat, as the position frame says.
@@ -337,6 +339,15 @@ async fn push(buyer: &Buyer, snapshot: &Snapshot, told: &mut Told, socket: &mut 
     if snapshot.at_ms == 0 {
         // No tick has run for this event on this instance yet: nothing true to say.
         return true;
+    }
+    // The organizer's message first (set, changed or cleared), whatever the buyer's place.
+    let message = QueueMessage::fingerprint(snapshot.message.as_ref());
+    if told.message != message {
+        told.message = message;
+        let frame = json!({"type": "message", "message": snapshot.message});
+        if socket.send(text(&frame)).await.is_err() {
+            return false;
+        }
     }
     let event_status = match snapshot.state {
         // Before opening the order is not drawn yet: places mean nothing until then.

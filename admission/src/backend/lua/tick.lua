@@ -1,5 +1,7 @@
 -- ARGV: now, opens_at_ms, rate_per_min, max_active, active sessions, offer_ms, hold, tolerance_ms,
--- priority share (thousandths), the lane carry's start
+-- priority share (thousandths), the lane carry's start,
+-- pass_through ('1': offer everyone waiting, a batch per tick, with no pace and no cap here),
+-- pass_batch
 if not ep then return cjson.encode({lost = true}) end
 local opened = now >= tonumber(ARGV[2])
 local rate = tonumber(ARGV[3])
@@ -9,6 +11,8 @@ local offer_ms = tonumber(ARGV[6])
 local hold = ARGV[7] == '1'
 local tol = tonumber(ARGV[8])
 local permille = tonumber(ARGV[9])
+local pass = ARGV[11] == '1'
+local pass_batch = tonumber(ARGV[12])
 if opened and redis.call('EXISTS', K.cur) == 0 then
   redis.call('SET', K.cur, redis.call('GET', K.seq) or '0')
 end
@@ -35,25 +39,30 @@ if grace > 0 and now >= grace then redis.call('DEL', K.grace); grace = 0 end
 local slots = max_active - active - open
 local avail = zc + seqn - cur + pzc
 -- After a loss, offers wait out the reconnect grace so returning tokens are not overtaken.
-if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0 then
-  -- GCRA on Redis's clock. tat is clamped to [now, now + tol + interval]: idle time earns no
-  -- burst, and a clock that steps back (failover to a replica) cannot stall the meter.
-  local interval = 60000 / rate
-  local tat = tonumber(redis.call('GET', K.tat) or now)
-  if tat < now then tat = now end
-  if tat > now + tol + interval then
-    -- Beyond any wait the meter itself could have set: the clock stepped back. Persist the
-    -- clamp, or every later tick would find the same far-future tat.
-    tat = now + tol + interval
-    redis.call('SET', K.tat, string.format('%.3f', tat))
+if opened and not hold and now >= grace and avail > 0 and (pass or (rate > 0 and slots > 0)) then
+  local k, paced, interval, tat = 0, 0, 0, now
+  if pass then
+    -- Pass-through: the database judges the cap at claim, so everyone waiting is offered.
+    k = math.min(avail, pass_batch)
+  else
+    -- GCRA on Redis's clock. tat is clamped to [now, now + tol + interval]: idle time earns no
+    -- burst, and a clock that steps back (failover to a replica) cannot stall the meter.
+    interval = 60000 / rate
+    tat = tonumber(redis.call('GET', K.tat) or now)
+    if tat < now then tat = now end
+    if tat > now + tol + interval then
+      -- Beyond any wait the meter itself could have set: the clock stepped back. Persist the
+      -- clamp, or every later tick would find the same far-future tat.
+      tat = now + tol + interval
+      redis.call('SET', K.tat, string.format('%.3f', tat))
+    end
+    if tat <= now + tol then k = math.floor((now + tol - tat) / interval) + 1 end
+    k = math.min(k, slots, avail)
+    local extra = math.min(credit, slots - k, avail - k)
+    if extra > 0 then redis.call('SET', K.credit, credit - extra) end
+    paced = k
+    k = k + extra
   end
-  local k = 0
-  if tat <= now + tol then k = math.floor((now + tol - tat) / interval) + 1 end
-  k = math.min(k, slots, avail)
-  local extra = math.min(credit, slots - k, avail - k)
-  if extra > 0 then redis.call('SET', K.credit, credit - extra) end
-  local paced = k
-  k = k + extra
   if k > 0 then
     local expires = now + offer_ms
     -- Split the offers between the lanes (as next_is_priority in backend/mod.rs): the carry
@@ -102,7 +111,7 @@ if opened and not hold and now >= grace and rate > 0 and slots > 0 and avail > 0
     end
     redis.call('SET', K.cur, string.format('%d', cur))
     served = redis.call('INCRBY', K.served, k)
-    redis.call('SET', K.tat, string.format('%.3f', tat + paced * interval))
+    if not pass then redis.call('SET', K.tat, string.format('%.3f', tat + paced * interval)) end
     open = open + k
   end
 end
