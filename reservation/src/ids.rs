@@ -94,6 +94,10 @@ id_type!(
     /// A queue ticket (admission's id for one buyer in one event).
     TicketId, "ticket id"
 );
+id_type!(
+    /// An organizer's webhook subscription.
+    WebhookId, "webhook id"
+);
 
 /// A fresh id: a short prefix and a time-ordered uuid (v7), e.g. `h_0190…`.
 pub(crate) fn generate(prefix: &str) -> String {

@@ -27,6 +27,15 @@ pub const API_MD: &[(&str, &str)] = &[
     ("get", "/api/admin/events/{event}/stats"),
     ("get", "/api/admin/events/{event}/stuck"),
     ("post", "/api/admin/events/{event}/close"),
+    // Added for the organizer's night: webhooks to the organizer's systems
+    ("post", "/api/admin/events/{event}/webhooks"),
+    ("get", "/api/admin/events/{event}/webhooks"),
+    ("delete", "/api/admin/events/{event}/webhooks/{webhook}"),
+    (
+        "get",
+        "/api/admin/events/{event}/webhooks/{webhook}/deliveries",
+    ),
+    ("post", "/api/admin/events/{event}/webhooks/{webhook}/test"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),
