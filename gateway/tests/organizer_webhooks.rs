@@ -83,7 +83,7 @@ fn signature_holds(secret: &str, header: &str, body: &[u8]) -> bool {
     mac.update(format!("{t}.").as_bytes());
     mac.update(body);
     let expected = hex::encode(mac.finalize().into_bytes());
-    v1.iter().any(|sig| *sig == expected)
+    v1.contains(&expected)
 }
 
 /// Starts a receiver; returns its URL and its inbox.

@@ -82,7 +82,7 @@ impl Store {
         }
         tx.commit().await.map_err(Error::from)?;
         let id: WebhookId = trusted(id)?;
-        Ok(self.webhook(event, &id).await?)
+        self.webhook(event, &id).await
     }
 
     /// The event's subscriptions, oldest first.
