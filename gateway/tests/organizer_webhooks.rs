@@ -379,8 +379,9 @@ async fn bad_input(app: TestApp) {
     let event = app.create_event(1, json!({})).await;
     let hooks = format!("/api/admin/events/{event}/webhooks");
     let create = |body: Value| app.admin(Method::POST, &hooks).json(&body);
-    let good_url = "https://example.com/hooks";
-    let long_url = format!("https://example.com/{}", "a".repeat(2048));
+    // A loopback port nobody serves: deliveries, if any, never leave the machine.
+    let good_url = "http://127.0.0.1:9/hooks";
+    let long_url = format!("http://127.0.0.1:9/{}", "a".repeat(2048));
     for (body, field) in [
         (
             json!({"url": "ftp://example.com/", "events": ["queue.opened"]}),
@@ -545,7 +546,8 @@ async fn the_documented_webhook_bounds_are_the_enforced_ones() {
     let event = app.create_event(1, json!({})).await;
     let hooks = format!("/api/admin/events/{event}/webhooks");
     let create = |body: Value| app.admin(Method::POST, &hooks).json(&body);
-    let prefix = "https://example.com/";
+    // A loopback port nobody serves: deliveries never leave the machine.
+    let prefix = "http://127.0.0.1:9/";
     let url_of = |chars: usize| format!("{prefix}{}", "é".repeat(chars - prefix.len()));
     app.send(create(json!({"url": url_of(url_max), "events": kinds})))
         .await
@@ -583,4 +585,58 @@ async fn the_documented_webhook_bounds_are_the_enforced_ones() {
         .as_i64()
         .unwrap();
     assert_eq!(max, reservation::hooks::WEBHOOKS_PER_EVENT);
+}
+
+// The facts no transaction makes: the opening passed, the last seat sold.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opening_and_the_sell_out_are_noticed_once_on_postgres() {
+    opened_and_sold_out(spawn_app(Backends::Postgres).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opening_and_the_sell_out_are_noticed_once_on_sqlite() {
+    opened_and_sold_out(spawn_app(Backends::Embedded).await).await;
+}
+
+async fn opened_and_sold_out(app: TestApp) {
+    let event = app
+        .create_event(1, json!({"rate_per_min": 600, "max_active": 10}))
+        .await;
+    let (url, inbox) = receiver(0).await;
+    let webhook = subscribe(
+        &app,
+        &event,
+        &url,
+        &["queue.opened", "event.sold_out"],
+        &inbox,
+    )
+    .await;
+    let opened = wait_for(&inbox, "queue.opened", kind_is("queue.opened")).await;
+    assert!(opened.verified, "{opened:?}");
+    assert_eq!(opened.body["id"], json!(format!("queue.opened:{event}")));
+
+    let buyer = app.admit(&event).await;
+    let held = Held::from(&app.hold(&buyer, &[seat(1)]).await.expect(201));
+    app.checkout(&buyer, &held.hold_id, "pm_card_visa", "hooks-sold-out")
+        .await
+        .expect(202);
+    app.wait_confirmed(&buyer, &held.hold_id).await;
+    let sold_out = wait_for(&inbox, "event.sold_out", kind_is("event.sold_out")).await;
+    assert!(sold_out.verified, "{sold_out:?}");
+    assert_eq!(sold_out.body["data"]["sold"], 1, "{sold_out:?}");
+
+    // Each fact once, however many scans saw it.
+    let list = deliveries(&app, &event, &webhook).await;
+    let kinds: Vec<&Value> = list.body["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| &d["type"])
+        .collect();
+    assert_eq!(
+        kinds,
+        [&json!("event.sold_out"), &json!("queue.opened")],
+        "{list:?}"
+    );
 }
