@@ -1,43 +1,67 @@
-// The organizer dashboard: asks for the key once (sessionStorage: this tab only), polls
-// stats and stuck payments, draws offers/claims per minute, and applies admission controls.
+// The organizer dashboard: asks for the key once (sessionStorage: this tab only), lists the
+// events and makes new ones (`admin-events.js`), polls the chosen event's stats and stuck
+// payments, draws offers/claims per minute, applies admission controls (with the version the
+// page last read, so two organizers cannot silently undo each other), and runs the event's
+// webhooks (`admin-hooks.js`). Every text goes through i18n.
 
-import { request } from './api.js';
 import { messageFor } from './messages.js';
 import { drawChart } from './chart.js';
+import { t, translatePage, mountSwitcher } from './i18n.js';
 import { $, show, say, setText } from './view.js';
+import { call as organizerCall, eventPath, forgetKey, keepKey, key, whenUnauthorized } from './admin-call.js';
+import { mountEvents, refreshEvents, remember } from './admin-events.js';
+import { mountHooks, refreshDeliveries, showHooksOf } from './admin-hooks.js';
+import { showStuck } from './admin-stuck.js';
 
-const KEY_NAME = 'floodgate:organizer-key';
 const STATS_MS = 2000;
 const STUCK_MS = 5000;
 const WINDOW_S = 600;
 
-let event = new URLSearchParams(location.search).get('event') || 'demo';
+let event = new URLSearchParams(location.search).get('event') || '';
 let samples = [];
 let timers = [];
 let paused = false;
 let closed = false;
 let prefilled = false;
+/** The admission settings' version as last read, sent back with every change. */
+let version = null;
+/** Whether the gateway takes `version` on a change (older ones refuse the field). */
+let sendsVersion = true;
 
-const key = () => sessionStorage.getItem(KEY_NAME);
-const base = () => `/api/admin/events/${encodeURIComponent(event)}`;
-
-async function call(method, suffix, body) {
-  try {
-    return (await request(method, base() + suffix, { token: key(), body })).body;
-  } catch (err) {
-    if (err.code === 'unauthorized' || err.status === 401) signOut(messageFor('unauthorized'));
-    throw err;
-  }
-}
+const call = (method, suffix, body) => organizerCall(method, eventPath(event, suffix), body);
+const pollStuck = () => showStuck(call);
 
 function start() {
   stop();
-  setText('event-title', event);
+  setText('event-title', event || t('admin.noEventChosen'));
   show('dashboard');
-  history.replaceState(null, '', `/admin?event=${encodeURIComponent(event)}`);
+  for (const el of document.querySelectorAll('[data-needs-event]')) el.hidden = !event;
+  history.replaceState(null, '', event ? `/admin?event=${encodeURIComponent(event)}` : '/admin');
+  refreshEvents(event);
+  showHooksOf(event || null);
+  if (!event) return;
+  remember(event);
   pollStats();
   pollStuck();
-  timers = [setInterval(pollStats, STATS_MS), setInterval(pollStuck, STUCK_MS)];
+  timers = [
+    setInterval(pollStats, STATS_MS),
+    setInterval(pollStuck, STUCK_MS),
+    setInterval(refreshDeliveries, STATS_MS),
+    setInterval(() => refreshEvents(event), STUCK_MS),
+  ];
+}
+
+/** Switches the dashboard to another event. */
+async function openEvent(next) {
+  event = next;
+  samples = [];
+  prefilled = false;
+  version = null;
+  closed = false;
+  paused = false;
+  $('stale').hidden = true;
+  setText('control-status', '');
+  start();
 }
 
 function stop() {
@@ -47,7 +71,7 @@ function stop() {
 
 function signOut(message) {
   stop();
-  sessionStorage.removeItem(KEY_NAME);
+  forgetKey();
   $('key').value = '';
   show('key');
   say(message || '');
@@ -58,7 +82,7 @@ async function pollStats() {
   try {
     stats = await call('GET', '/stats');
   } catch (err) {
-    if (err.status !== 401) say(err.code === 'not_found' ? `There is no event "${event}".` : messageFor(err.code), 'warn');
+    if (err.status !== 401) say(err.code === 'not_found' ? t('admin.noSuchEvent', { event }) : messageFor(err.code), 'warn');
     return;
   }
   say('');
@@ -69,39 +93,55 @@ async function pollStats() {
   setText('q-admitted', fmt(q.admitted_total));
   setText('q-outflow', fmt(q.outflow_per_min));
   setText('q-pressure', pressureText(stats.backpressure));
-  const t = performance.now() / 1000;
-  samples.push({ t, admitted: Number(q.admitted_total) || 0, outflow: Number(q.outflow_per_min) || 0 });
-  samples = samples.filter((s) => s.t >= t - WINDOW_S - 60);
+  const now = performance.now() / 1000;
+  samples.push({ t: now, admitted: Number(q.admitted_total) || 0, outflow: Number(q.outflow_per_min) || 0 });
+  samples = samples.filter((s) => s.t >= now - WINDOW_S - 60);
   const claims = claimsPerMinute(samples);
   setText('q-claims', claims === null ? '–' : fmt(Math.round(claims)));
   seats(stats.seats || {});
   kv('holds-kv', stats.holds || {});
   kv('payments-kv', stats.payments || {});
-  $('payments-kv').previousElementSibling.textContent = stats.payment_provider === 'simulated' ? 'Payments by state (simulated: no money taken)' : 'Payments by state';
+  setText('payments-title', t(stats.payment_provider === 'simulated' ? 'admin.paymentsSimulated' : 'admin.payments'));
   if (stats.admission) adopt(stats.admission);
+  chart(stats.timeline);
+  const u = $('updated');
+  u.hidden = false;
+  u.textContent = t('admin.updated', { time: new Date().toLocaleTimeString() });
+}
+
+/**
+ * The chart: per minute since opening when the gateway reports a timeline (`stats.timeline`,
+ * [{minute, offers, claims}]); else the page's own samples of the last 10 minutes.
+ */
+function chart(timeline) {
+  if (Array.isArray(timeline) && timeline.length) {
+    const now = performance.now() / 1000;
+    const last = Date.parse(timeline[timeline.length - 1].minute) / 1000;
+    const at = (row) => now - (last - Date.parse(row.minute) / 1000);
+    const windowS = Math.max(600, (timeline.length + 1) * 60);
+    setText('chart-title', t('admin.chartSinceOpening'));
+    drawChart($('chart'), [
+      { color: '#2457c5', points: timeline.map((row) => ({ t: at(row), v: Number(row.offers) || 0 })) },
+      { color: '#1d7a4d', points: timeline.map((row) => ({ t: at(row), v: Number(row.claims) || 0 })) },
+    ], { windowS });
+    return;
+  }
   drawChart($('chart'), [
     { color: '#2457c5', points: samples.map((s) => ({ t: s.t, v: s.outflow })) },
     { color: '#1d7a4d', points: samples.map((s, i) => ({ t: s.t, v: claimsPerMinute(samples.slice(0, i + 1)) ?? 0 })) },
   ], { windowS: WINDOW_S });
-  const u = $('updated');
-  u.hidden = false;
-  u.textContent = `Updated ${new Date().toLocaleTimeString()}`;
 }
 
-const PRESSURE_REASONS = {
-  hold_p99: 'holds are slow',
-  database: 'the database is not answering',
-  outbox_age: 'payments are falling behind',
-};
+const PRESSURE_REASONS = ['hold_p99', 'database', 'outbox_age'];
 
 /** The share of the configured rate admission uses, and why it is lower. */
 function pressureText(p) {
   if (!p || typeof p.share !== 'number') return '–';
-  const pct = `${Math.round(p.share * 100)}% of the configured rate`;
-  const why = (p.reasons || []).map((r) => PRESSURE_REASONS[r] || r).join(', ');
-  if (p.share >= 1) return why ? `${pct} (recovering: ${why})` : pct;
-  if (p.share === 0) return `offers held: ${why || 'recovering'}`;
-  return `slowed to ${pct}${why ? `: ${why}` : ''}`;
+  const pct = t('admin.pressure.pct', { n: Math.round(p.share * 100) });
+  const why = (p.reasons || []).map((r) => (PRESSURE_REASONS.includes(r) ? t(`admin.pressure.${r}`) : r)).join(', ');
+  if (p.share >= 1) return why ? t('admin.pressure.recovering', { pct, why }) : pct;
+  if (p.share === 0) return t('admin.pressure.held', { why: why || t('admin.pressure.recoveringWord') });
+  return why ? t('admin.pressure.slowedWhy', { pct, why }) : t('admin.pressure.slowed', { pct });
 }
 
 /** Claims per minute over the last minute of samples (admitted_total is a counter). */
@@ -118,8 +158,11 @@ function adopt(admission) {
   if (!prefilled) {
     if (admission.rate_per_min !== undefined) $('rate').value = admission.rate_per_min;
     if (admission.max_active !== undefined) $('max-active').value = admission.max_active;
+    if (admission.offer_s !== undefined) $('offer-s').value = admission.offer_s;
+    if (admission.session_s !== undefined) $('session-s').value = admission.session_s;
     prefilled = true;
   }
+  if (admission.version !== undefined) version = admission.version;
   if (typeof admission.paused === 'boolean') paused = admission.paused;
   if (typeof admission.closed === 'boolean') closed = closed || admission.closed;
   renderState();
@@ -129,8 +172,8 @@ function renderState() {
   const state = closed ? 'closed' : paused ? 'paused' : 'running';
   const pill = $('state-pill');
   pill.dataset.state = state;
-  pill.textContent = state;
-  setText('pause', paused ? 'Resume' : 'Pause');
+  pill.textContent = t(`admin.stateName.${state}`);
+  setText('pause', t(paused ? 'admin.resume' : 'admin.pause'));
   $('pause').disabled = closed;
   $('close').disabled = closed;
 }
@@ -144,7 +187,7 @@ function seats(s) {
       const span = document.createElement('span');
       span.style.width = `${((Number(n) || 0) / total) * 100}%`;
       span.style.background = SEAT_COLORS[name] || '#c9ced6';
-      span.title = `${name}: ${n}`;
+      span.title = `${t(`admin.count.${name}`)}: ${n}`;
       return span;
     }),
   );
@@ -154,125 +197,89 @@ function kv(id, obj) {
   const entries = Object.entries(obj);
   const dl = $(id);
   if (!entries.length) {
-    dl.replaceChildren(Object.assign(document.createElement('dt'), { textContent: 'none yet' }));
+    dl.replaceChildren(Object.assign(document.createElement('dt'), { textContent: t('admin.noneYet') }));
     return;
   }
   dl.replaceChildren(
     ...entries.flatMap(([k, v]) => [
-      Object.assign(document.createElement('dt'), { textContent: k.replace(/_/g, ' ') }),
+      Object.assign(document.createElement('dt'), { textContent: label(k) }),
       Object.assign(document.createElement('dd'), { textContent: typeof v === 'object' ? JSON.stringify(v) : fmt(v), id: `${id}-${k}` }),
     ]),
   );
 }
 
-/**
- * The columns of the stuck table, in reading order: which payment, whose hold, where it is
- * and since when. (The answer's own key order is alphabetical, which would put the payment id
- * past the first few columns.)
- */
-const STUCK_COLUMNS = [
-  ['payment_id', 'Payment'],
-  ['hold_id', 'Hold'],
-  ['state', 'State'],
-  ['payment_method', 'Card'],
-  ['amount_cents', 'Amount', (v) => (Number(v) / 100).toFixed(2)], // the event's currency is not in the answer
-  ['created_at', 'Paying since', (v) => new Date(v).toLocaleTimeString()],
-  ['last_error', 'Last error'],
-  ['overdue', 'Provider', (v) => (v ? 'Not answering' : 'Waiting')],
-];
-
-/**
- * Payments the provider left unanswered long past their abandon time hold their seats in
- * paying until it answers: say so above the table, in words an organizer can act on.
- */
-function showOverdue(rows) {
-  const n = rows.filter((r) => r.overdue === true).length;
-  const box = $('overdue');
-  box.hidden = n === 0;
-  box.textContent = n === 0 ? '' : `${n} payment${n === 1 ? ' has' : 's have'} had no answer from the payment provider long after the buyer's time ran out. Their seats stay reserved until the provider answers: check the provider's status.`;
-}
-
-async function pollStuck() {
-  let body;
-  try {
-    body = await call('GET', '/stuck?older_than_s=60');
-  } catch {
-    return;
-  }
-  // The contract lists holds and payment attempts; accept an array or named arrays.
-  const rows = Array.isArray(body)
-    ? body
-    : Object.values(body || {}).flatMap((list) => (Array.isArray(list) ? list : []));
-  showOverdue(rows);
-  const box = $('stuck');
-  if (!rows.length) {
-    box.innerHTML = '<p class="muted">Nothing is stuck.</p>';
-    return;
-  }
-  const cols = STUCK_COLUMNS.filter(([key]) => rows.some((r) => r[key] !== undefined && r[key] !== null));
-  const table = document.createElement('table');
-  table.className = 'stuck';
-  const head = table.createTHead().insertRow();
-  cols.forEach(([, label]) => head.append(Object.assign(document.createElement('th'), { textContent: label })));
-  const tbody = table.createTBody();
-  rows.forEach((r) => {
-    const tr = tbody.insertRow();
-    if (r.overdue === true) tr.className = 'overdue';
-    cols.forEach(([key, , show]) => {
-      const v = r[key];
-      tr.insertCell().textContent = v === undefined || v === null ? '' : show ? show(v) : typeof v === 'object' ? JSON.stringify(v) : String(v);
-    });
-  });
-  box.replaceChildren(table);
+/** A state or count name from the API, in the organizer's language when it is a known one. */
+function label(name) {
+  const k = `admin.count.${name}`;
+  const text = t(k);
+  return text === k ? name.replace(/_/g, ' ') : text;
 }
 
 async function applyAdmission(patch, done) {
-  setText('control-status', 'Applying…');
+  setText('control-status', t('admin.applying'));
+  $('stale').hidden = true;
   try {
-    await call('PATCH', '/admission', patch);
-    setText('control-status', `${done} Every gateway applies it within a second.`);
+    let changed;
+    try {
+      changed = await call('PATCH', '/admission', sendsVersion && version !== null ? { ...patch, version } : patch);
+    } catch (err) {
+      // A gateway that does not know `version` refuses the field: change without it.
+      if (!(err.status === 400 && /version/.test(err.problem?.detail || '') && sendsVersion)) throw err;
+      sendsVersion = false;
+      changed = await call('PATCH', '/admission', patch);
+    }
+    if (changed?.version !== undefined) version = changed.version;
+    setText('control-status', t('admin.applied', { done }));
     return true;
   } catch (err) {
-    setText('control-status', messageFor(err.code));
+    if (err.code === 'stale_version') {
+      $('stale').hidden = false;
+      setText('control-status', '');
+    } else {
+      setText('control-status', messageFor(err.code));
+    }
     return false;
   }
 }
 
 $('key-form').addEventListener('submit', (e) => {
   e.preventDefault();
-  sessionStorage.setItem(KEY_NAME, $('key').value.trim());
-  event = $('event').value.trim() || 'demo';
-  samples = [];
-  prefilled = false;
+  keepKey($('key').value.trim());
   say('');
-  start();
+  openEvent($('event').value.trim());
+});
+
+$('reload-controls').addEventListener('click', () => {
+  prefilled = false;
+  $('stale').hidden = true;
+  pollStats();
 });
 
 $('admission-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const patch = {};
-  if ($('rate').value !== '') patch.rate_per_min = Number($('rate').value);
-  if ($('max-active').value !== '') patch.max_active = Number($('max-active').value);
+  const fields = [['rate', 'rate_per_min'], ['max-active', 'max_active'], ['offer-s', 'offer_s'], ['session-s', 'session_s']];
+  for (const [id, name] of fields) if ($(id).value !== '') patch[name] = Number($(id).value);
   if (!Object.keys(patch).length) return;
-  const parts = Object.entries(patch).map(([k, v]) => `${k.replace(/_/g, ' ')} ${v}`).join(', ');
-  await applyAdmission(patch, `Set ${parts}.`);
+  const parts = Object.entries(patch).map(([k, v]) => `${t(`admin.setting.${k}`)} ${v}`).join(', ');
+  await applyAdmission(patch, t('admin.set', { parts }));
 });
 
 $('pause').addEventListener('click', async () => {
   const next = !paused;
-  if (await applyAdmission({ paused: next }, next ? 'Paused: no new offers.' : 'Resumed.')) {
+  if (await applyAdmission({ paused: next }, t(next ? 'admin.pausedDone' : 'admin.resumedDone'))) {
     paused = next;
     renderState();
   }
 });
 
 $('close').addEventListener('click', async () => {
-  if (!confirm(`Close the queue of ${event}? No one new can join or be offered a turn. Buyers already choosing seats can finish.`)) return;
+  if (!confirm(t('admin.closeConfirm', { event }))) return;
   try {
     await call('POST', '/close', {});
     closed = true;
     renderState();
-    setText('control-status', 'The queue is closed.');
+    setText('control-status', t('admin.closedDone'));
   } catch (err) {
     setText('control-status', messageFor(err.code));
   }
@@ -284,6 +291,12 @@ function fmt(v) {
   return typeof v === 'number' ? v.toLocaleString() : v === undefined || v === null ? '–' : String(v);
 }
 
+translatePage();
+mountSwitcher($('language'));
+renderState();
+whenUnauthorized(signOut);
+mountEvents(openEvent);
+mountHooks();
 $('event').value = event;
 if (key()) start();
 else show('key');

@@ -185,6 +185,16 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_SOCKETS_PER_ADDRESS", default_value_t = 20)]
     pub sockets_per_address: usize,
 
+    /// Organizer webhooks: the first retry of a failed delivery waits this long; each next one
+    /// twice as long, up to an hour.
+    #[arg(long, env = "FLOODGATE_HOOK_RETRY_BASE_MS", default_value_t = 10_000)]
+    pub hook_retry_base_ms: u64,
+
+    /// Organizer webhooks: a delivery still failing this long after its fact is given up
+    /// (logged, and shown as `failed` on the dashboard).
+    #[arg(long, env = "FLOODGATE_HOOK_GIVE_UP_S", default_value_t = 86_400)]
+    pub hook_give_up_s: u64,
+
     /// Sites that may show the pages in a frame, as CSP sources separated by spaces (such as
     /// `'self' https://tickets.example.com`); `'none'` refuses every frame.
     #[arg(long, env = "FLOODGATE_FRAME_ANCESTORS", default_value = crate::security_headers::NO_FRAMING)]
@@ -233,6 +243,20 @@ impl Config {
             max_connections: 16_000,
             sockets_per_address: 20,
             frame_ancestors: crate::security_headers::NO_FRAMING.to_owned(),
+            hook_retry_base_ms: 10_000,
+            hook_give_up_s: 86_400,
+        }
+    }
+
+    /// How the organizer-webhook worker paces itself (`reservation::hooks`).
+    pub fn hooks(&self) -> reservation::hooks::HookConfig {
+        let base = std::time::Duration::from_millis(self.hook_retry_base_ms.max(1));
+        reservation::hooks::HookConfig {
+            backoff_base: base,
+            backoff_max: std::time::Duration::from_secs(3600).max(base),
+            give_up_after: std::time::Duration::from_secs(self.hook_give_up_s.max(1)),
+            payment_overdue_s: i64::from(self.payment_overdue_s),
+            ..Default::default()
         }
     }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use admission::AdmissionError;
 use reservation::InvalidId;
+use reservation::hooks::{HookError, InvalidHook};
 use reservation::payments::webhook::SignatureError;
 use reservation::webhook_intake::WebhookError;
 
@@ -196,6 +197,33 @@ impl From<EntryRefusal> for Problem {
             ),
         };
         Problem::new(StatusCode::FORBIDDEN, code, detail)
+    }
+}
+
+impl From<InvalidHook> for Problem {
+    fn from(error: InvalidHook) -> Self {
+        let field = match error {
+            InvalidHook::Url => "url",
+            InvalidHook::Kinds => "events",
+            InvalidHook::Secret => "secret",
+        };
+        Problem::bad_request(error.to_string()).with("field", json!(field))
+    }
+}
+
+impl From<HookError> for Problem {
+    fn from(error: HookError) -> Self {
+        match error {
+            HookError::NotFound => Problem::not_found("no such webhook"),
+            HookError::TooMany { max } => Problem::new(
+                CONFLICT,
+                "webhook_limit",
+                format!("an event has at most {max} webhooks"),
+            )
+            .with("max", json!(max)),
+            HookError::Invalid(error) => error.into(),
+            HookError::Store(error) => error.into(),
+        }
     }
 }
 

@@ -20,7 +20,8 @@
 //! - `entry`: a join's access rule, identity token and access code.
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
-//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
+//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document (`openapi_hooks`: the
+//!   organizer webhooks' schemas).
 //! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
 //!   `socket_limits`: one live socket per ticket, and a cap per client address.
 
@@ -41,6 +42,7 @@ pub mod idempotent;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod openapi_hooks;
 pub mod ops_gauges;
 pub mod overload;
 pub mod payment_mode;
@@ -95,7 +97,7 @@ pub async fn run(
     let state = startup::build(&config, cancel.clone()).await?;
     let addr = listener.local_addr()?;
     startup::point_simulator_at(&state, addr, tls.is_some());
-    let mut loops = startup::spawn_loops(&state, config.backpressure()).await?;
+    let mut loops = startup::spawn_loops(&state, config.backpressure(), config.hooks()).await?;
     // Outermost, so every answer carries them: pages, API answers, errors, 404s.
     let app = security_headers::apply(router(state), csp);
     let scheme = if tls.is_some() { "https" } else { "http" };

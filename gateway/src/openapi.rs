@@ -146,7 +146,7 @@ pub fn document() -> Value {
             ops.insert(entry.verb.name().to_owned(), operation(entry, doc));
         }
     }
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {"title": "Floodgate", "version": env!("CARGO_PKG_VERSION"),
                  "description": "Virtual waiting room and reservation gateway. See API.md."},
@@ -183,7 +183,11 @@ pub fn document() -> Value {
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },
-    })
+    });
+    for (name, schema) in crate::openapi_hooks::schemas() {
+        document["components"]["schemas"][name] = schema;
+    }
+    document
 }
 
 fn hold_request_schema() -> Value {

@@ -14,8 +14,8 @@ use crate::body::{JOIN_BODY, MAX_BODY, SEAT_LIST_BODY};
 use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
-    access, admin, codes, events, health, holds, ops, orders, pages, payment_challenge, queue,
-    session, waiting_room, webhook,
+    access, admin, codes, events, health, holds, ops, orders, organizer_webhooks, pages,
+    payment_challenge, queue, session, waiting_room, webhook,
 };
 use crate::state::AppState;
 
@@ -479,6 +479,56 @@ pub fn book() -> Vec<Route> {
             "Close the queue",
             200,
             admin::close,
+        ),
+        // Webhooks to the organizer's own systems.
+        Route::new(
+            Post,
+            "/api/admin/events/{event}/webhooks",
+            OrganizerKey,
+            Group::Organizer,
+            "Subscribe a URL to the event's facts (the secret is shown once)",
+            201,
+            organizer_webhooks::create,
+        )
+        .body("CreateWebhook")
+        .answers("Webhook"),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/webhooks",
+            OrganizerKey,
+            Group::Organizer,
+            "The event's webhook subscriptions",
+            200,
+            organizer_webhooks::list,
+        )
+        .answers("WebhookList"),
+        Route::new(
+            Delete,
+            "/api/admin/events/{event}/webhooks/{webhook}",
+            OrganizerKey,
+            Group::Organizer,
+            "Delete a webhook subscription and its deliveries",
+            204,
+            organizer_webhooks::delete,
+        ),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/webhooks/{webhook}/deliveries",
+            OrganizerKey,
+            Group::Organizer,
+            "A webhook's latest deliveries and each attempt",
+            200,
+            organizer_webhooks::deliveries,
+        )
+        .answers("WebhookDeliveries"),
+        Route::new(
+            Post,
+            "/api/admin/events/{event}/webhooks/{webhook}/test",
+            OrganizerKey,
+            Group::Organizer,
+            "Send a test event (`ping`) to a webhook",
+            202,
+            organizer_webhooks::test,
         ),
         // Operations: never shed, so operators see the overload.
         Route::new(

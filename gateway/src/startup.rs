@@ -1,6 +1,7 @@
 //! Building the gateway from its configuration: the store (migrations applied), secrets, the
 //! waiting room, the payment provider, the demo event; then the background loops every
-//! instance runs (meter, sweeper, outbox worker, reconciler); leases make several instances safe.
+//! instance runs (meter, sweeper, outbox worker, reconciler, organizer webhooks); leases make
+//! several instances safe.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +105,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
 pub async fn spawn_loops(
     state: &AppState,
     backpressure: crate::backpressure::Thresholds,
+    hooks: reservation::hooks::HookConfig,
 ) -> anyhow::Result<JoinSet<()>> {
     let mut loops = Supervisor::new(state.readiness.clone(), state.shutdown.clone());
     let (probed, stop) = (state.clone(), state.shutdown.clone());
@@ -181,6 +183,25 @@ pub async fn spawn_loops(
             .await
             {
                 tracing::error!(%error, "reconciler stopped");
+            }
+        }
+    });
+    // Organizer webhooks: a pool of their own, held only between deliveries.
+    let hook_store = state
+        .store
+        .sibling(StoreOptions {
+            max_connections: 4,
+            ..StoreOptions::default()
+        })
+        .await?;
+    let stop = state.shutdown.clone();
+    loops.spawn("webhooks", move || {
+        let (store, hooks, stop) = (hook_store.clone(), hooks.clone(), stop.clone());
+        async move {
+            if let Err(error) =
+                reservation::hooks::run_hooks(store, hooks, stop.cancelled_owned()).await
+            {
+                tracing::error!(%error, "webhook worker stopped");
             }
         }
     });

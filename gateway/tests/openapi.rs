@@ -112,7 +112,8 @@ async fn every_documented_operation_is_routed() {
         let concrete = path
             .replace("{event}", "openapi-dummy")
             .replace("{hold}", "h_dummy")
-            .replace("{order}", "o_dummy");
+            .replace("{order}", "o_dummy")
+            .replace("{webhook}", "wh_dummy");
         let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let answer = app
             .send(

@@ -94,10 +94,19 @@ id_type!(
     /// A queue ticket (admission's id for one buyer in one event).
     TicketId, "ticket id"
 );
+id_type!(
+    /// An organizer's webhook subscription.
+    WebhookId, "webhook id"
+);
 
 /// A fresh id: a short prefix and a time-ordered uuid (v7), e.g. `h_0190…`.
 pub(crate) fn generate(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// 32 random bytes as hex: an unguessable secret.
+pub(crate) fn random_secret() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
 }
 
 /// Values the store produced itself are valid by construction.

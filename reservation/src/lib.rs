@@ -19,6 +19,8 @@
 //! - `payments` — the Stripe-shaped provider client, webhook signatures, the simulator.
 //! - `outbox` — the worker (`run_outbox`): claims rows with a lease, calls the provider with
 //!   no transaction open, records the answer conditionally; capture, void, refund, session ends.
+//! - `hooks` — webhooks to the organizer's systems: subscriptions, the delivery outbox and
+//!   its worker (`run_hooks`).
 //! - `reconcile` — `run_reconciler`: attempts past `resolve_by` / `abandon_at`.
 //! - `webhook_intake` — `intake_webhook`: verified, re-fetched, deduplicated provider events.
 //! - `failpoint` — named pause/crash points, compiled in with the `failpoints` feature.
@@ -41,6 +43,7 @@ pub mod failpoint;
 mod hold;
 mod hold_life;
 mod hold_pg;
+pub mod hooks;
 mod idempotency;
 mod ids;
 mod journal;
@@ -70,7 +73,9 @@ pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};
 pub use hold_life::Swept;
 pub use idempotency::{Idempotency, IdempotencyTiming};
-pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId};
+pub use ids::{
+    AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId, WebhookId,
+};
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
 pub use reads::{Counts, SeatView};

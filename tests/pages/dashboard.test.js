@@ -195,3 +195,116 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   assert.equal(closed.body.code, 'queue_closed');
   assert.deepEqual(page.errors, []);
 });
+
+/** A receiver of the organizer's own, on loopback: records each delivery and answers 204. */
+function receiver() {
+  const http = require('node:http');
+  const got = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => { body += chunk; });
+    req.on('end', () => {
+      got.push({ signature: req.headers['floodgate-signature'], raw: body, body: JSON.parse(body || 'null') });
+      res.writeHead(204).end();
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, got, url: `http://127.0.0.1:${server.address().port}/hooks` })));
+}
+
+test('an organizer creates an event with seats from the form, opens it, and tests a webhook', { timeout: 120000 }, async () => {
+  const hooks = await receiver();
+  try {
+    const page = await h.openPage(browser, '/admin');
+    await h.waitForView(page, 'key');
+    await page.fill('#key', process.env.FLOODGATE_ORGANIZER_KEY);
+    await page.click('#key-form button[type="submit"]');
+    await h.waitForView(page, 'dashboard');
+
+    // The form judges its fields before anything is sent: errors next to the fields.
+    await page.fill('#new-event', 'not an id!');
+    await page.fill('#new-name', '');
+    await page.fill('#new-rows', '0');
+    let posted = 0;
+    page.on('request', (r) => { if (r.method() === 'POST' && r.url().endsWith('/api/admin/events')) posted += 1; });
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForFunction(() => document.getElementById('err-new-event').textContent !== '');
+    assert.notEqual(await page.textContent('#err-new-name'), '');
+    assert.notEqual(await page.textContent('#err-new-rows'), '');
+    assert.equal(await page.getAttribute('#new-event', 'aria-invalid'), 'true');
+    assert.equal(posted, 0, 'nothing is sent while the form is wrong');
+
+    // The API's own refusal shows next to its field: an id that is taken.
+    const taken = await h.createEvent('taken', { rows: 0 });
+    await page.fill('#new-event', taken);
+    await page.fill('#new-name', 'Taken');
+    await page.fill('#new-rows', '2');
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForFunction(() => /already exists/.test(document.getElementById('err-new-event').textContent));
+    assert.equal(posted, 1);
+
+    // A new event with 2 × 6 seats, made from the form and opened.
+    const event = `pages-form-${Date.now().toString(36)}`;
+    await page.fill('#new-event', event);
+    await page.fill('#new-name', 'Made on the dashboard');
+    await page.fill('#new-rows', '2');
+    await page.fill('#new-per-row', '6');
+    await page.fill('#new-price', '3900');
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForFunction((id) => document.getElementById('event-title').textContent === id, event);
+    assert.equal(await page.textContent('#err-new-event'), '');
+    const seats = (await h.api('GET', `/api/events/${event}/seats`)).body.seats;
+    assert.equal(seats.length, 12);
+    assert.ok(seats.every((s) => s.price_cents === 3900));
+    // It is in the list, named and with its state.
+    await page.waitForSelector(`#events tr[data-event="${event}"]`);
+    assert.match(await page.textContent(`#events tr[data-event="${event}"]`), /Made on the dashboard/);
+    await page.waitForFunction(() => /\d/.test(document.getElementById('seats-kv').textContent));
+
+    // Two organizers at once: a change carries the version the page read, and a change
+    // someone else made first is said plainly, with a way to reload.
+    const version = (await h.stats(event)).admission.version;
+    const sent = [];
+    const admissionUrl = (url) => url.pathname.endsWith('/admission');
+    await page.route(admissionUrl, async (route) => {
+      sent.push(JSON.parse(route.request().postData()));
+      await route.fulfill({
+        status: 409,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'stale_version', detail: 'changed meanwhile' }),
+      });
+    });
+    await page.fill('#rate', '77');
+    await page.click('#admission-form button[type="submit"]');
+    await page.waitForSelector('#stale:not([hidden])');
+    assert.match(await page.textContent('#stale'), /Changed by someone else/);
+    assert.equal(sent[0].version, version, `the change names the version read: ${JSON.stringify(sent)}`);
+    await page.unroute(admissionUrl);
+    await page.click('#reload-controls');
+    await page.waitForSelector('#stale', { state: 'hidden' });
+
+    // A webhook to the receiver; its secret shown once; the test button; the delivery listed.
+    await page.fill('#hook-url', 'ftp://nowhere');
+    await page.click('#hook-form button[type="submit"]');
+    await page.waitForFunction(() => document.getElementById('err-hook-url').textContent !== '');
+    await page.fill('#hook-url', hooks.url);
+    await page.click('#hook-form button[type="submit"]');
+    await page.waitForSelector('#hook-secret:not([hidden]) code');
+    const secret = await page.textContent('#hook-secret code');
+    assert.match(secret, /^whsec_/);
+    await page.waitForSelector('#hooks li');
+    await page.click('#hooks li button:has-text("Send a test event")');
+    await page.waitForSelector('#delivery-table tbody tr[data-state="delivered"]', { timeout: 20000 });
+    assert.match(await page.textContent('#delivery-table tbody tr[data-state="delivered"]'), /test event.*204/);
+    assert.equal(hooks.got.length, 1);
+    const [ping] = hooks.got;
+    assert.equal(ping.body.type, 'ping');
+    assert.equal(ping.body.event, event);
+    const [, t, v1] = ping.signature.match(/^t=(\d+),v1=([0-9a-f]{64})$/);
+    const expected = require('node:crypto').createHmac('sha256', secret).update(`${t}.${ping.raw}`).digest('hex');
+    assert.equal(v1, expected, 'signed with the secret the dashboard showed');
+    await h.screenshot(page, 'dashboard-webhooks');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    hooks.server.close();
+  }
+});

@@ -8,6 +8,7 @@ pub mod health;
 pub mod holds;
 pub mod ops;
 pub mod orders;
+pub mod organizer_webhooks;
 pub mod pages;
 pub mod payment_challenge;
 pub mod queue;

@@ -32,6 +32,15 @@ pub const API_MD: &[(&str, &str)] = &[
     ("get", "/api/admin/events/{event}/codes"),
     ("get", "/api/admin/events/{event}/access"),
     ("patch", "/api/admin/events/{event}/access"),
+    // Added for the organizer's night: webhooks to the organizer's systems
+    ("post", "/api/admin/events/{event}/webhooks"),
+    ("get", "/api/admin/events/{event}/webhooks"),
+    ("delete", "/api/admin/events/{event}/webhooks/{webhook}"),
+    (
+        "get",
+        "/api/admin/events/{event}/webhooks/{webhook}/deliveries",
+    ),
+    ("post", "/api/admin/events/{event}/webhooks/{webhook}/test"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),

@@ -31,6 +31,7 @@ use crate::{Error, StoreOptions};
 
 pub use backlog::Backlog;
 use claim::Job;
+pub(crate) use claim::backoff;
 pub(crate) use converge::{Converged, money_job};
 pub use sink::{SessionEnded, SessionSink, SinkError};
 
