@@ -1,6 +1,7 @@
 //! One file per resource of API.md; the routes themselves are declared in `route_book.rs`.
 
 pub mod admin;
+pub mod event_look;
 pub mod events;
 pub mod health;
 pub mod holds;

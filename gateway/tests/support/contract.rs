@@ -27,6 +27,8 @@ pub const API_MD: &[(&str, &str)] = &[
     ("get", "/api/admin/events/{event}/stats"),
     ("get", "/api/admin/events/{event}/stuck"),
     ("post", "/api/admin/events/{event}/close"),
+    // The look of an event's pages (branding, embedding sites)
+    ("patch", "/api/admin/events/{event}"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),
