@@ -209,4 +209,18 @@ export default {
   'chance.seats': { one: '{n} Platz', other: '{n} Plätze' },
   'chance.people': { one: '{n} Person', other: '{n} Personen' },
   'chance.announce': 'Chance auf einen Platz: {words}.',
+
+  'brand.logo': 'Logo von {name}',
+  'sections.title': 'Bereiche',
+  'sections.help': 'Wählen Sie einen Bereich, um seine Plätze zu sehen.',
+  'sections.pick': 'Bereich {name}',
+  'sections.left': { one: '{n} von {total} frei', other: '{n} von {total} frei' },
+  'sections.soldOut': 'Ausverkauft',
+  'sections.standing': 'Stehplätze: Anzahl Tickets wählen',
+  'sections.loading': 'Bereich {name} wird geladen…',
+  'ga.title': 'Bereich {name}: freie Platzwahl',
+  'ga.text': 'Hier gibt es keine Platznummern: Wählen Sie, wie viele Tickets Sie möchten, bis zu {max}.',
+  'ga.quantity': 'Anzahl Tickets',
+  'ga.hold': 'Tickets reservieren',
+  'error.seats_reload': 'Der Sitzplan hat sich inzwischen stark verändert. Er wird neu geladen.',
 };

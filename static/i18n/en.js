@@ -166,4 +166,17 @@ export default {
   'chance.seats': { one: '{n} seat', other: '{n} seats' },
   'chance.people': { one: '{n} person', other: '{n} people' },
   'chance.announce': 'Chance of a seat: {words}.',
+
+  'brand.logo': '{name} logo',
+  'sections.title': 'Sections',
+  'sections.help': 'Pick a section to see its seats.',
+  'sections.pick': 'Section {name}',
+  'sections.left': { one: '{n} of {total} left', other: '{n} of {total} left' },
+  'sections.soldOut': 'Sold out',
+  'sections.standing': 'Standing: choose a number of tickets',
+  'sections.loading': 'Loading section {name}…',
+  'ga.title': 'Section {name}: general admission',
+  'ga.text': 'No seat numbers here: choose how many tickets you want, up to {max}.',
+  'ga.quantity': 'Number of tickets',
+  'ga.hold': 'Hold tickets',
 };

@@ -209,4 +209,18 @@ export default {
   'chance.seats': { one: '{n} asiento', other: '{n} asientos' },
   'chance.people': { one: '{n} persona', other: '{n} personas' },
   'chance.announce': 'Probabilidad de conseguir asiento: {words}.',
+
+  'brand.logo': 'Logotipo de {name}',
+  'sections.title': 'Sectores',
+  'sections.help': 'Elija un sector para ver sus asientos.',
+  'sections.pick': 'Sector {name}',
+  'sections.left': { one: 'queda {n} de {total}', other: 'quedan {n} de {total}' },
+  'sections.soldOut': 'Agotado',
+  'sections.standing': 'Sin asiento asignado: elija cuántas entradas',
+  'sections.loading': 'Cargando el sector {name}…',
+  'ga.title': 'Sector {name}: sin asiento asignado',
+  'ga.text': 'Aquí no hay números de asiento: elija cuántas entradas quiere, hasta {max}.',
+  'ga.quantity': 'Número de entradas',
+  'ga.hold': 'Reservar entradas',
+  'error.seats_reload': 'El plano de asientos cambió mucho mientras tanto. Se está cargando de nuevo.',
 };

@@ -209,4 +209,18 @@ export default {
   'chance.seats': { one: '{n} place restante', other: '{n} places restantes' },
   'chance.people': { one: '{n} personne', other: '{n} personnes' },
   'chance.announce': 'Chance d’avoir une place : {words}.',
+
+  'brand.logo': 'Logo de {name}',
+  'sections.title': 'Secteurs',
+  'sections.help': 'Choisissez un secteur pour voir ses places.',
+  'sections.pick': 'Secteur {name}',
+  'sections.left': { one: '{n} sur {total} restante', other: '{n} sur {total} restantes' },
+  'sections.soldOut': 'Complet',
+  'sections.standing': 'Placement libre : choisissez un nombre de billets',
+  'sections.loading': 'Chargement du secteur {name}…',
+  'ga.title': 'Secteur {name} : placement libre',
+  'ga.text': 'Pas de numéros de place ici : choisissez combien de billets vous voulez, jusqu’à {max}.',
+  'ga.quantity': 'Nombre de billets',
+  'ga.hold': 'Réserver les billets',
+  'error.seats_reload': 'Le plan de salle a beaucoup changé entre-temps. Il est rechargé.',
 };
