@@ -14,5 +14,6 @@ if [ -z "${FLOODGATE_URL:-}" ]; then
   gateway=$!
   trap 'kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; rm -rf "$work"' EXIT
   export FLOODGATE_URL="http://$(gateway_address "$log" "$gateway")"
+  export BENCH_GATEWAY="${BENCH_GATEWAY:-started here (${FLOODGATE_GATEWAY_CMD:-cargo run -q -p gateway}), SQLite}"
 fi
 node tests/pages/bench/stadium.js

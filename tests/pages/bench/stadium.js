@@ -30,7 +30,7 @@ async function venue(kind) {
   return event;
 }
 
-async function once(browser, event, kind) {
+async function once(browser, event, kind, run) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await h.openPage(browser, `/events/${event}`, { context });
   const bodies = [];
@@ -76,7 +76,8 @@ async function once(browser, event, kind) {
   const firstView = bodies.filter((b) => b.at <= tInteractive).reduce((n, b) => n + b.bytes, 0);
 
   // One update: another buyer holds four seats of the open section; the next `?since=` names them.
-  const seats = kind === 'small' ? ['A-O-17', 'A-O-18', 'A-O-19', 'A-O-20'] : ['120-W-47', '120-W-48', '120-W-49', '120-W-50'];
+  const row = kind === 'small' ? 'A-O' : '120-W';
+  const seats = [1, 2, 3, 4].map((n) => `${row}-${4 * run + n}`);
   const marker = bodies.length;
   await h.holdByApi(event, seats);
   let update = null;
@@ -108,7 +109,7 @@ async function main() {
       const event = await venue(kind);
       const wholeBytes = Buffer.byteLength(JSON.stringify((await h.api('GET', `/api/events/${event}/seats`)).body));
       const runs = [];
-      for (let i = 0; i < RUNS; i += 1) runs.push(await once(browser, event, kind));
+      for (let i = 0; i < RUNS; i += 1) runs.push(await once(browser, event, kind, i));
       const pick = (k) => median(runs.map((r) => r[k]));
       rows.push({
         kind: kind === 'small' ? '300 seats (1 section)' : '50,000 seats (21 sections)',
@@ -121,7 +122,7 @@ async function main() {
   }
   const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
   lines.push(`Seat page benchmark (median of ${RUNS} runs each; headless Chromium, gateway at ${h.BASE})`);
-  lines.push(`taken ${new Date().toISOString()}`);
+  lines.push(`taken ${new Date().toISOString()}${process.env.BENCH_GATEWAY ? `; gateway: ${process.env.BENCH_GATEWAY}` : ''}`);
   lines.push('');
   lines.push('venue                        overview  first section drawn  interactive  first view  one update (?since=)  whole map (GET …/seats)');
   for (const r of rows) {
