@@ -76,6 +76,9 @@ pub fn csp_header(frame_ancestors: &str) -> Result<HeaderValue, FrameAncestorsEr
     if frame_ancestors.contains([';', ',']) {
         return Err(FrameAncestorsError::Directive(frame_ancestors.to_owned()));
     }
+    // The setting itself must be header text: the policy joins its sources with spaces, which
+    // would otherwise hide a line break an operator did not mean.
+    HeaderValue::from_str(frame_ancestors)?;
     Ok(HeaderValue::from_str(&policy(frame_ancestors))?)
 }
 
