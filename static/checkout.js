@@ -9,6 +9,7 @@ import { locale, t } from './i18n.js';
 import { Announcer } from './announce.js';
 import { $, show, say, setText, fillSeatList, currentView } from './view.js';
 import { SeatMap } from './seat-map.js';
+import { SectionPicker, quantityForm, sectionsPanel, loadingSection } from './sections.js';
 import { readAuth, renderConfirmed } from './receipt.js';
 import { renderCards, describeError } from './cards.js';
 
@@ -36,7 +37,8 @@ export class Shop {
     this.currency = (info.currency || 'USD').toUpperCase();
     this.maxSeats = Number(info.max_seats_per_hold) || 6;
     this.map = null;
-    this.etag = null;
+    this.section = null;
+    this.version = null;
     this.hold = null;
     this.holdDeadline = null;
     this.timer = null;
@@ -92,7 +94,7 @@ export class Shop {
     }
   }
 
-  /** The seat map. */
+  /** The seat map: the sections first when there are several, then the chosen one's seats. */
   async enter() {
     this.stopTimer();
     say('');
@@ -106,23 +108,80 @@ export class Shop {
         onChange: (seats) => this.renderSelection(seats),
         onLimit: () => say(t('seats.limit', { max: counted('seats.count', this.maxSeats) }), 'warn'),
       });
+      this.picker = new SectionPicker($('sections-list'), { onPick: (section) => this.openSection(section) });
     }
     show('seats');
     this.renderSelection(this.map.selected());
-    await this.refreshSeats();
+    await this.refreshOverview();
     this.timer = setInterval(() => this.refreshSeats(), SEAT_REFRESH_MS);
   }
 
-  async refreshSeats() {
+  get eventPath() {
+    return `/api/events/${encodeURIComponent(this.event)}`;
+  }
+
+  /** The sections with seats left. A venue of one seated section opens it at once, as before. */
+  async refreshOverview() {
     try {
-      const res = await request('GET', `/api/events/${encodeURIComponent(this.event)}/seats`, { etag: this.etag });
-      if (res.status === 304) return;
-      this.etag = res.headers.get('ETag');
-      const lost = this.map.setSeats(res.body.seats || []);
-      if (lost.length) say(t(lost.length === 1 ? 'seats.lostOne' : 'seats.lostMany', { seats: seatList(lost.map((s) => s.seat_id)) }), 'warn');
+      const { body } = await request('GET', this.eventPath);
+      const sections = body.sections || [];
+      const single = sections.length === 1 && !sections[0].general_admission;
+      sectionsPanel(!single);
+      this.picker.render(sections);
+      if (single && this.section !== sections[0].section) await this.openSection(sections[0]);
     } catch (err) {
       if (!this.map.hasSeats()) say(messageFor(err.code));
     }
+  }
+
+  async openSection(section) {
+    this.picker.choose(section.section);
+    if (section.general_admission) {
+      this.section = section.section;
+      this.version = null;
+      this.map.reset();
+      this.renderSelection([]);
+      quantityForm($('seat-map'), section, { max: this.maxSeats, onHold: (n) => this.holdQuantity(section.section, n) });
+      return;
+    }
+    if (this.section !== section.section) this.map.reset();
+    loadingSection(section.section);
+    try {
+      await this.loadSection(section.section);
+    } catch (err) {
+      say(messageFor(err.code));
+    }
+  }
+
+  /** One section's seats, with the version they were read at. */
+  async loadSection(name) {
+    const { body } = await request('GET', `${this.eventPath}/seats?section=${encodeURIComponent(name)}`);
+    this.section = name;
+    this.version = body.version;
+    this.reportLost(this.map.setSeats(body.seats || []));
+  }
+
+  /** What changed since the version held: a few seats, not the whole map. */
+  async refreshSeats() {
+    try {
+      if (this.section && this.version != null) {
+        try {
+          const { body } = await request('GET', `${this.eventPath}/seats?since=${this.version}`);
+          this.version = body.version;
+          this.reportLost(this.map.applyChanges(body.changes || []));
+        } catch (err) {
+          if (err.code !== 'seats_reload') throw err;
+          await this.loadSection(this.section);
+        }
+      }
+      if (!$('sections').hidden) await this.refreshOverview();
+    } catch (err) {
+      if (!this.map.hasSeats()) say(messageFor(err.code));
+    }
+  }
+
+  reportLost(lost) {
+    if (lost.length) say(t(lost.length === 1 ? 'seats.lostOne' : 'seats.lostMany', { seats: seatList(lost.map((s) => s.seat_id)) }), 'warn');
   }
 
   renderSelection(seats) {
@@ -139,16 +198,27 @@ export class Shop {
   async holdSeats() {
     const ids = this.map.selected().map((s) => s.seat_id).sort();
     if (!ids.length) return;
-    // Same selection retried → same key, so a lost response cannot make a second hold.
-    const previous = this.store.get('holdKey');
-    const key = previous && previous.seats === ids.join(',') ? previous.key : newKey();
-    this.store.set('holdKey', { seats: ids.join(','), key });
     const button = $('hold');
     button.disabled = true;
     button.textContent = t('hold.holding');
+    await this.placeHold(ids.join(','), { seats: ids });
+  }
+
+  /** General admission: any `quantity` free seats of the section. */
+  async holdQuantity(section, quantity) {
+    $('ga-hold').disabled = true;
+    await this.placeHold(`${section}×${quantity}`, { section, quantity });
+    if ($('ga-hold')) $('ga-hold').disabled = false;
+  }
+
+  async placeHold(scope, holdBody) {
+    // Same selection retried → same key, so a lost response cannot make a second hold.
+    const previous = this.store.get('holdKey');
+    const key = previous && previous.seats === scope ? previous.key : newKey();
+    this.store.set('holdKey', { seats: scope, key });
     try {
-      const { body } = await requestPatiently('POST', `/api/events/${encodeURIComponent(this.event)}/holds`, {
-        token: this.token, idempotencyKey: key, body: { seats: ids },
+      const { body } = await requestPatiently('POST', `${this.eventPath}/holds`, {
+        token: this.token, idempotencyKey: key, body: holdBody,
       }, (err, s) => say(retrying(err.code, s), 'warn'));
       this.store.remove('holdKey');
       this.store.set('hold', { hold_id: body.hold_id, receipt_key: body.receipt_key });
@@ -163,7 +233,6 @@ export class Shop {
         say(lost.length
           ? t(lost.length === 1 ? 'seats.holdLostOne' : 'seats.holdLostMany', { seats: seatList(lost) })
           : messageFor(err.code));
-        this.etag = null;
         this.refreshSeats();
       } else if (err.code === 'hold_limit') {
         this.resume();
@@ -350,7 +419,6 @@ export class Shop {
     try {
       await request('DELETE', `/api/holds/${encodeURIComponent(this.hold.hold_id)}`, { token: this.token });
       this.store.remove('hold');
-      this.etag = null;
       this.enter();
     } catch (err) {
       say(messageFor(err.code));

@@ -28,6 +28,7 @@ const MESSAGES = {
   hold_limit: 'You already have seats on hold. Finish or release that hold first.',
   hold_expired: 'Your hold ran out, so the seats were released. No money was taken.',
   payment_in_progress: 'Your payment is already being processed. Please wait for the result.',
+  seats_reload: 'The seat map changed a lot meanwhile. It is being loaded again.',
   idempotency_conflict: 'This request clashed with an earlier one. Please reload the page and try again.',
   // Sent by the organizer API (creating an event), though not in API.md's table.
   event_exists: 'An event with this id already exists. Choose another id, or open that event\'s dashboard.',

@@ -70,6 +70,34 @@ export class SeatMap {
     return lost;
   }
 
+  /** Forgets the drawn section (another section, or a quantity form, takes its place). */
+  reset() {
+    this.byId = new Map();
+    this.chosen.clear();
+    this.sections = [];
+    this.shape = '';
+    this.root.replaceChildren();
+  }
+
+  /** Applies `?since=` changes; returns the selected seats that became taken meanwhile. */
+  applyChanges(changes) {
+    const lost = [];
+    for (const { seat_id: id, state } of changes) {
+      const seat = this.byId.get(id);
+      if (!seat) continue;
+      seat.state = state;
+      if (state !== 'available' && this.chosen.delete(id)) lost.push(seat);
+    }
+    if (changes.length) {
+      this.sections.forEach((s) => {
+        this.draw(s);
+        if (s.focused) this.say(s);
+      });
+    }
+    if (lost.length) this.onChange(this.selected());
+    return lost;
+  }
+
   markTaken(ids) {
     for (const id of ids) {
       const seat = this.byId.get(id);

@@ -12,6 +12,7 @@ import { Deadline, clock, waitRange, counted, spokenLeft, when } from './format.
 import { $, show, say, connection, setText, currentView } from './view.js';
 import { Shop } from './checkout.js';
 import { showReceipt } from './receipt.js';
+import { applyBranding } from './branding.js';
 
 const event = eventFromPath();
 const store = new EventStore(event);
@@ -77,6 +78,7 @@ async function boot() {
     return;
   }
   say('');
+  applyBranding(info.branding, info.name);
   alerts.setEventName(info.name);
   document.title = t('page.titleEvent', { event: info.name || event });
   setText('event-name', info.name || event);

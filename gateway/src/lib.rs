@@ -22,6 +22,9 @@
 //! - `routes/`: one file per resource of API.md.
 //! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document (`openapi_hooks`: the
 //!   organizer webhooks' schemas).
+//! - `seat_cache`, `seat_sections`, `openapi`: the cached seat map, cut by section and by
+//!   change for a stadium; the OpenAPI document.
+//! - `look`: the organizer's branding and embedding sites, judged.
 //! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
 //!   `socket_limits`: one live socket per ticket, and a cap per client address.
 
@@ -40,6 +43,7 @@ pub mod extract;
 pub mod fanout;
 pub mod idempotent;
 pub mod listener;
+pub mod look;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_hooks;
@@ -53,6 +57,7 @@ pub mod requests;
 pub mod route_book;
 pub mod routes;
 pub mod seat_cache;
+pub mod seat_sections;
 pub mod secrets;
 pub mod security_headers;
 pub mod shutdown;
@@ -99,7 +104,7 @@ pub async fn run(
     startup::point_simulator_at(&state, addr, tls.is_some());
     let mut loops = startup::spawn_loops(&state, config.backpressure(), config.hooks()).await?;
     // Outermost, so every answer carries them: pages, API answers, errors, 404s.
-    let app = security_headers::apply(router(state), csp);
+    let app = security_headers::apply(router(state), csp, config.frame_ancestors.clone());
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(%addr, scheme, database = %redact(&config.database_url), "gateway listening");
     let stop = cancel.clone();

@@ -11,6 +11,7 @@ use reservation::MESSAGE_CHARS;
 use reservation::limits as l;
 
 use crate::auth::Caller;
+use crate::look;
 use crate::route_book::{Doc, Entry, Param, book};
 use crate::routes::access::{ACCESS_RULES, PEM_MAX, SECRET_MAX, SECRET_MIN};
 use crate::routes::admin::{NAME_CHARS, ROW_CHARS, SEATS_PER_LIST, SECTION_CHARS};
@@ -107,6 +108,16 @@ pub(crate) fn stuck_age() -> Value {
     json!({"type": "integer", "minimum": 0, "maximum": l::STUCK_S})
 }
 
+/// `section` of the seat map: a section's name, as an organizer may write it.
+pub(crate) fn section_name() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": SECTION_CHARS})
+}
+
+/// `since` of the seat map: a version an earlier answer gave.
+pub(crate) fn seat_version() -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": i64::MAX})
+}
+
 /// The WebSocket handshake (RFC 6455) as the server checks it: without it the answer is 400
 /// problem+json (426 where the connection cannot be upgraded), with it 101.
 pub(crate) const WEBSOCKET_HANDSHAKE: &[Param] = &[
@@ -180,6 +191,8 @@ pub fn document() -> Value {
                 "CodeList": code_list_schema(),
                 "Access": access_schema(),
                 "AccessSettings": access_settings_schema(),
+                "EventLook": event_look_schema(),
+                "Branding": branding_schema(),
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },
@@ -364,6 +377,36 @@ fn access_settings_schema() -> Value {
                 "public_key_pem": {"type": "string", "maxLength": PEM_MAX},
                 "required": {"type": "boolean"}}},
         ]},
+    }})
+}
+
+/// The look of an event's pages; at least one of the two is named.
+fn event_look_schema() -> Value {
+    json!({"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+        "branding": {"$ref": "#/components/schemas/Branding"},
+        "frame_ancestors": {"type": "array", "maxItems": look::FRAME_ANCESTORS,
+            "description": "Origins allowed to frame `/events/{event}` (its Content-Security-Policy `frame-ancestors`); `[]` stops all framing.",
+            "items": {"type": "string", "maxLength": look::ORIGIN_BYTES, "pattern": look::ORIGIN_PATTERN}},
+    }})
+}
+
+/// Control characters (`char::is_control`), refused in the branding's texts; the paragraph
+/// may break lines.
+const CONTROL: &str = "[\\u0000-\\u001f\\u007f-\\u009f]";
+const CONTROL_BUT_NEWLINE: &str = "[\\u0000-\\u0009\\u000b-\\u001f\\u007f-\\u009f]";
+
+/// The organizer's branding; `{}` removes it. Texts are shown as text, never as markup.
+fn branding_schema() -> Value {
+    let color = json!({"type": "string", "pattern": look::COLOR_PATTERN});
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "logo_url": {"type": "string", "maxLength": look::LOGO_URL_BYTES, "pattern": look::LOGO_PATTERN,
+            "description": "an image of this site (`/…`) or of one https origin"},
+        "colors": {"type": "object", "required": ["primary", "background"], "additionalProperties": false,
+            "properties": {"primary": color, "background": color}},
+        "heading": {"type": "string", "minLength": 1, "maxLength": look::HEADING_CHARS,
+            "pattern": NOT_ALL_BLANK, "not": {"pattern": CONTROL}},
+        "text": {"type": "string", "minLength": 1, "maxLength": look::TEXT_CHARS,
+            "pattern": NOT_ALL_BLANK, "not": {"pattern": CONTROL_BUT_NEWLINE}},
     }})
 }
 

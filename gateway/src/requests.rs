@@ -271,3 +271,58 @@ pub struct StuckQuery {
 pub struct TokenQuery {
     pub token: Option<String>,
 }
+
+/// `PATCH /api/admin/events/{event}`: the look of the event's pages. `branding: {}` removes
+/// the branding; `frame_ancestors: []` stops all framing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventLook {
+    #[serde(default, deserialize_with = "present")]
+    pub branding: Option<Branding>,
+    #[serde(default, deserialize_with = "present")]
+    pub frame_ancestors: Option<Vec<String>>,
+}
+
+/// The organizer's branding: texts are shown as text, colours as CSS custom properties.
+#[derive(Debug, Deserialize, serde::Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Branding {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub logo_url: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub colors: Option<BrandColors>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub heading: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrandColors {
+    pub primary: String,
+    pub background: String,
+}
+
+/// The query of `GET /api/events/{event}/seats`: one section, or the changes since a version.
+#[derive(Debug, Deserialize)]
+pub struct SeatsQuery {
+    pub section: Option<String>,
+    pub since: Option<i64>,
+}

@@ -14,8 +14,8 @@ use crate::body::{JOIN_BODY, MAX_BODY, SEAT_LIST_BODY};
 use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
-    access, admin, codes, events, health, holds, ops, orders, organizer_webhooks, pages,
-    payment_challenge, queue, session, waiting_room, webhook,
+    access, admin, codes, event_look, events, health, holds, ops, orders, organizer_webhooks,
+    pages, payment_challenge, queue, session, waiting_room, webhook,
 };
 use crate::state::AppState;
 
@@ -276,10 +276,22 @@ pub fn book() -> Vec<Route> {
             "/api/events/{event}/seats",
             Anyone,
             Group::Reads,
-            "Seat map",
+            "Seat map: whole (ETag), one section, or the changes since a version",
             200,
             events::seats,
-        ),
+        )
+        .query(&[
+            (
+                "section",
+                openapi::section_name,
+                "only this section's seats, with the version they were read at",
+            ),
+            (
+                "since",
+                openapi::seat_version,
+                "only `{version, changes}` since this version (410 `seats_reload` when too many)",
+            ),
+        ]),
         Route::new(
             Get,
             "/api/events/{event}/fairness",
@@ -398,6 +410,16 @@ pub fn book() -> Vec<Route> {
             admin::tune,
         )
         .body("AdmissionSettings"),
+        Route::new(
+            Patch,
+            "/api/admin/events/{event}",
+            OrganizerKey,
+            Group::Organizer,
+            "Brand the event's pages and name the sites that may frame them",
+            200,
+            event_look::patch,
+        )
+        .body("EventLook"),
         Route::new(
             Get,
             "/api/admin/events/{event}/stats",
@@ -570,10 +592,15 @@ pub fn book() -> Vec<Route> {
         // Pages.
         page("/", "Waiting-room page (HTML)", pages::index()),
         page("/admin", "Organizer dashboard (HTML)", pages::admin()),
-        page(
+        // Framed only by the sites the event's organizer named (its embed mode).
+        Route::new(
+            Get,
             "/events/{event}",
+            Anyone,
+            Group::Reads,
             "Waiting-room page of one event (HTML)",
-            pages::index(),
+            200,
+            event_look::page,
         )
         .unlisted(),
         Route::mounted(

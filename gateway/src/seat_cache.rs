@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
+use crate::look::Framing;
+use crate::seat_sections::Stadium;
+
 pub const MAX_AGE: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
@@ -22,6 +25,10 @@ pub struct SeatSnapshot {
     /// The event's own fields for `GET /api/events/{event}`, read in the same refresh, so the
     /// most-read route costs no query per request.
     pub summary: serde_json::Value,
+    /// The same seats cut for a stadium: sections, section bodies, changes by version.
+    pub stadium: Arc<Stadium>,
+    /// What the event's page adds to its Content-Security-Policy.
+    pub framing: Arc<Framing>,
     taken_at: Instant,
 }
 
@@ -33,8 +40,20 @@ impl SeatSnapshot {
             etag,
             seats_left,
             summary,
+            stadium: Arc::default(),
+            framing: Arc::default(),
             taken_at: Instant::now(),
         }
+    }
+
+    pub fn with_stadium(mut self, stadium: Stadium) -> Self {
+        self.stadium = Arc::new(stadium);
+        self
+    }
+
+    pub fn with_framing(mut self, framing: Framing) -> Self {
+        self.framing = Arc::new(framing);
+        self
     }
 }
 

@@ -2,7 +2,9 @@
 //! and everything else from this origin only, no MIME sniffing, no referrer (a page's URL
 //! names the event and, after a 3-D Secure return, the hold), and framing only by the sites the
 //! organizer names in `FLOODGATE_FRAME_ANCESTORS` (none by default), so the waiting room
-//! cannot be framed by a look-alike site that clicks for the buyer. Receipt keys travel in the
+//! cannot be framed by a look-alike site that clicks for the buyer. One event's page
+//! (`/events/{event}`) also admits the sites that event's organizer named for embedding, and
+//! the origin of its logo as an image source (`look::Framing`, set by the page's handler). Receipt keys travel in the
 //! `Floodgate-Receipt` header only: a query carrying one is refused.
 
 use axum::Router;
@@ -14,7 +16,11 @@ use axum::http::header::{
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use std::sync::Arc;
+
 use reservation::payments::simulator::challenge_style_source;
+
+use crate::look::Framing;
 
 use crate::problem::Problem;
 
@@ -26,16 +32,30 @@ pub const NO_FRAMING: &str = "'none'";
 /// and data from this origin; WebSockets go to the same host, which `'self'` allows. The one
 /// inline style allowed is the simulated bank page's, by its hash (that exact text only).
 pub fn policy(frame_ancestors: &str) -> String {
-    let ancestors = frame_ancestors.trim();
-    let ancestors = if ancestors.is_empty() {
-        NO_FRAMING
+    policy_with(frame_ancestors, &Framing::default())
+}
+
+/// The policy for `frame_ancestors` plus one event's embedding sites and logo origin.
+pub fn policy_with(frame_ancestors: &str, event: &Framing) -> String {
+    let mut sources: Vec<&str> = frame_ancestors
+        .split_whitespace()
+        .filter(|s| *s != NO_FRAMING)
+        .collect();
+    sources.extend(event.ancestors.iter().map(String::as_str));
+    let ancestors = if sources.is_empty() {
+        NO_FRAMING.to_owned()
     } else {
-        ancestors
+        sources.join(" ")
     };
+    let logo = event
+        .logo_origin
+        .as_deref()
+        .map(|o| format!(" {o}"))
+        .unwrap_or_default();
     let challenge_style = challenge_style_source();
     format!(
         "default-src 'self'; script-src 'self'; style-src 'self' {challenge_style}; \
-         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+         img-src 'self' data:{logo}; connect-src 'self'; object-src 'none'; base-uri 'none'; \
          form-action 'self'; frame-ancestors {ancestors}"
     )
 }
@@ -56,16 +76,20 @@ pub fn csp_header(frame_ancestors: &str) -> Result<HeaderValue, FrameAncestorsEr
     if frame_ancestors.contains([';', ',']) {
         return Err(FrameAncestorsError::Directive(frame_ancestors.to_owned()));
     }
+    // The setting itself must be header text: the policy joins its sources with spaces, which
+    // would otherwise hide a line break an operator did not mean.
+    HeaderValue::from_str(frame_ancestors)?;
     Ok(HeaderValue::from_str(&policy(frame_ancestors))?)
 }
 
 /// Wraps the whole application (its fallback included) so no answer leaves without them.
 /// A request carrying a receipt key in its query is refused here, before any route, span or
 /// log line sees its URL.
-pub fn apply(app: Router, csp: HeaderValue) -> Router {
+pub fn apply(app: Router, csp: HeaderValue, frame_ancestors: String) -> Router {
+    let frame_ancestors: Arc<str> = frame_ancestors.into();
     app.layer(axum::middleware::from_fn(
         move |request: Request, next: Next| {
-            let csp = csp.clone();
+            let (csp, frame_ancestors) = (csp.clone(), frame_ancestors.clone());
             async move {
                 let response = if carries_receipt(request.uri().query()) {
                     Problem::bad_request(
@@ -74,6 +98,13 @@ pub fn apply(app: Router, csp: HeaderValue) -> Router {
                     .into_response()
                 } else {
                     next.run(request).await
+                };
+                // An event's page: its own policy (the same one plus what its organizer named).
+                let csp = match response.extensions().get::<Framing>() {
+                    Some(event) => {
+                        HeaderValue::from_str(&policy_with(&frame_ancestors, event)).unwrap_or(csp)
+                    }
+                    None => csp,
                 };
                 stamp(response, csp)
             }
@@ -112,6 +143,26 @@ mod tests {
         assert!(named.ends_with("frame-ancestors https://tickets.example.com"));
         assert!(named.contains("script-src 'self';"));
         assert!(named.contains(&format!("style-src 'self' {};", challenge_style_source())));
+    }
+
+    #[test]
+    fn an_event_adds_its_embedding_sites_and_logo_origin() {
+        let event = Framing {
+            ancestors: vec!["https://club.example".into()],
+            logo_origin: Some("https://cdn.example".into()),
+        };
+        let alone = policy_with("'none'", &event);
+        assert!(
+            alone.ends_with("frame-ancestors https://club.example"),
+            "{alone}"
+        );
+        assert!(
+            alone.contains("img-src 'self' data: https://cdn.example;"),
+            "{alone}"
+        );
+        let both = policy_with("https://tickets.example", &event);
+        assert!(both.ends_with("frame-ancestors https://tickets.example https://club.example"));
+        assert!(policy_with("'none'", &Framing::default()).ends_with("frame-ancestors 'none'"));
     }
 
     #[test]

@@ -108,6 +108,10 @@ pub struct Event {
     pub fairness_seed: String,
     pub seed_commitment: String,
     pub created_at_ms: i64,
+    /// The organizer's branding, as validated JSON (`look`).
+    pub branding: Option<String>,
+    /// The origins allowed to frame the event's page, as a JSON array (`look`).
+    pub frame_ancestors: Option<String>,
 }
 
 /// One seat to add.
@@ -174,7 +178,7 @@ impl Store {
         sqlx::query_as::<_, Event>(self.sql(
             "select event_id, name, MS(opens_at) as opens_at_ms, hold_ttl_s, hold_ttl_ms, max_hold_s, \
              max_seats_per_hold, resolve_s, abandon_s, currency, fairness_seed, seed_commitment, \
-             MS(created_at) as created_at_ms from events where event_id = $1",
+             MS(created_at) as created_at_ms, branding, frame_ancestors from events where event_id = $1",
         ))
         .bind(event.as_str())
         .fetch_optional(&self.pool)

@@ -304,9 +304,10 @@ impl Store {
         let hold_id = ids::generate("h");
         let expires_at_ms = h.now_ms + h.ttl_ms;
         let max_expires_at_ms = h.now_ms + h.max_hold_ms;
+        let stamp = self.bump_availability(&mut tx, &h.event_id).await?;
         let taken = sqlx::query(self.sql(
             "update seats set state = 'held', hold_id = $3, hold_expires_at = TS($4), \
-             payment_attempt_id = null, version = version + 1 \
+             payment_attempt_id = null, version = version + 1, availability_version = $5 \
              where event_id = $1 and seat_id IN_JSON($2)) \
              and (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
         ))
@@ -314,6 +315,7 @@ impl Store {
         .bind(json)
         .bind(&hold_id)
         .bind(expires_at_ms)
+        .bind(stamp)
         .execute(&mut *tx)
         .await?;
         if taken.rows_affected() != sorted.len() as u64 {

@@ -1,5 +1,7 @@
 //! A hold after it exists: extend, release, and the sweeper that tidies expired ones.
 
+use std::collections::BTreeSet;
+
 use crate::Error;
 use crate::ids::{HoldId, SessionId};
 use crate::journal::Entry;
@@ -225,13 +227,15 @@ impl Store {
         event: &str,
         hold: &str,
     ) -> Result<u64, Error> {
+        let stamp = self.bump_availability(tx, event).await?;
         Ok(sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             payment_attempt_id = null, version = version + 1 \
+             payment_attempt_id = null, version = version + 1, availability_version = $3 \
              where event_id = $1 and hold_id = $2 and state in ('held', 'paying')",
         )
         .bind(event)
         .bind(hold)
+        .bind(stamp)
         .execute(&mut **tx)
         .await?
         .rows_affected())
@@ -257,16 +261,22 @@ impl Store {
             return Ok(Swept::default());
         }
         let json = serde_json::to_string(&holds)?;
-        sqlx::query(self.sql(
-            "select seat_id from seats where hold_id IN_JSON($1)) \
+        let locked: Vec<String> = sqlx::query_scalar(self.sql(
+            "select event_id from seats where hold_id IN_JSON($1)) \
              order by event_id, seat_id FOR_UPDATE",
         ))
         .bind(&json)
         .fetch_all(&mut *tx)
         .await?;
+        // Every seat lock first, then each event's count in event order (see `availability`).
+        let events: BTreeSet<String> = locked.into_iter().collect();
+        for event in &events {
+            self.bump_availability(&mut tx, event).await?;
+        }
         let freed = sqlx::query(self.sql(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             version = version + 1 \
+             version = version + 1, availability_version = \
+             (select e.availability_version from events e where e.event_id = seats.event_id) \
              where hold_id IN_JSON($1)) and state = 'held' and hold_expires_at <= NOW",
         ))
         .bind(&json)

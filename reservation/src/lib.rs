@@ -6,11 +6,13 @@
 //! - `ids` — validated id newtypes and generated ids.
 //! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
 //! - `event` — events (with the fairness seed commitment) and their seats.
+//! - `look` — the organizer's branding and embedding sites of an event's pages.
 //! - `session` — admission sessions, one per ticket.
 //! - `audit` — the organizer's audit log.
 //! - `access` — who may join (open, presale, invitation) and the identity key.
 //! - `codes` — presale and access codes, a use taken by one conditional update.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
+//! - `availability` — the per-event count of seat availability changes (the map's `since`).
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0005).
 //! - `hold_life` — `extend`, `release`, `sweep`.
@@ -35,6 +37,7 @@ mod access;
 mod admission_modes;
 mod admission_state;
 mod audit;
+mod availability;
 pub mod codes;
 mod dialect;
 mod error;
@@ -48,6 +51,7 @@ mod idempotency;
 mod ids;
 mod journal;
 pub mod limits;
+mod look;
 mod ops_figures;
 pub mod outbox;
 mod payment;
@@ -76,6 +80,7 @@ pub use idempotency::{Idempotency, IdempotencyTiming};
 pub use ids::{
     AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId, WebhookId,
 };
+pub use look::LookPatch;
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
 pub use reads::{Counts, SeatView};

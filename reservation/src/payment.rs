@@ -468,13 +468,15 @@ impl Store {
             tx.commit().await?;
             return Ok(stored);
         };
+        let stamp = self.bump_availability(&mut tx, &h.event_id).await?;
         sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             payment_attempt_id = null, version = version + 1 \
+             payment_attempt_id = null, version = version + 1, availability_version = $3 \
              where event_id = $1 and payment_attempt_id = $2 and state = 'paying'",
         )
         .bind(&h.event_id)
         .bind(a.attempt_id.as_str())
+        .bind(stamp)
         .execute(&mut *tx)
         .await?;
         sqlx::query(

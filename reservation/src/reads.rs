@@ -17,6 +17,8 @@ pub struct SeatView {
     pub number: i64,
     pub price_cents: i64,
     pub state: String,
+    /// The event's availability count when this seat last turned available or taken.
+    pub availability_version: i64,
 }
 
 /// A seat row as the seat map reads it.
@@ -28,6 +30,7 @@ struct SeatRow {
     number: i64,
     price_cents: i64,
     state: String,
+    availability_version: i64,
 }
 
 /// Rows by (effective) state, for dashboards and the sold-out decision.
@@ -132,8 +135,8 @@ impl Store {
         self.get_event(event).await?;
         let rows: Vec<SeatRow> = sqlx::query_as(self.sql(
             "select seat_id, section, row_label, number, price_cents, \
-             case when state = 'held' and hold_expires_at <= NOW then 'available' else state end as state \
-             from seats where event_id = $1 order by seat_id",
+             case when state = 'held' and hold_expires_at <= NOW then 'available' else state end as state, \
+             availability_version from seats where event_id = $1 order by seat_id",
         ))
         .bind(event.as_str())
         .fetch_all(&self.pool)
@@ -147,6 +150,7 @@ impl Store {
                     number: r.number,
                     price_cents: r.price_cents,
                     state: r.state,
+                    availability_version: r.availability_version,
                 })
             })
             .collect()

@@ -46,7 +46,7 @@ fn positive(name: &str, value: Option<i64>, into: &mut i64) -> Result<(), Proble
     }
 }
 
-async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
+pub(crate) async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
     if let Err(error) = state
         .store
         .audit(ACTOR, action, Some(event), &detail.to_string())

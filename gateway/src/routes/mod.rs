@@ -3,6 +3,7 @@
 pub mod access;
 pub mod admin;
 pub mod codes;
+pub mod event_look;
 pub mod events;
 pub mod health;
 pub mod holds;

@@ -14,9 +14,13 @@ fn static_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../static")))
 }
 
-/// The waiting-room page (`/`, `/events/{event}`).
+/// The waiting-room page (`/`; `/events/{event}` serves it too, with the event's policy).
 pub(crate) fn index() -> MethodRouter<AppState> {
-    get_service(ServeFile::new(static_dir().join("index.html")))
+    get_service(index_file())
+}
+
+pub(crate) fn index_file() -> ServeFile {
+    ServeFile::new(static_dir().join("index.html"))
 }
 
 /// The organizer dashboard.

@@ -41,6 +41,8 @@ pub const API_MD: &[(&str, &str)] = &[
         "/api/admin/events/{event}/webhooks/{webhook}/deliveries",
     ),
     ("post", "/api/admin/events/{event}/webhooks/{webhook}/test"),
+    // The look of an event's pages (branding, embedding sites)
+    ("patch", "/api/admin/events/{event}"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),
