@@ -10,6 +10,8 @@
 //! - `route_book`: every route declared once (caller, shed group, body limit, OpenAPI).
 //! - `problem`, `extract`, `auth`, `body`, `requests`: the problem+json error shape, the
 //!   typed extractors (ids, callers, bodies) and the request bodies.
+//! - `key_book`: the team's organizer keys by hash, read again at most every half second;
+//!   `csv_stream`: the organizer's exports as a streamed CSV body.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
 //!   Prometheus; `fanout`, `ops_gauges`: the figures `/metrics` samples (socket fan-out time,
@@ -19,7 +21,8 @@
 //! - `admission_db`: admission's database interface over the reservation store.
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
-//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document.
+//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document (`openapi_keys`: its
+//!   schemas of the team's keys).
 //! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
 //!   `socket_limits`: one live socket per ticket, and a cap per client address.
 
@@ -31,14 +34,17 @@ pub mod client_ip;
 pub mod clock;
 pub mod config;
 pub mod connections;
+pub mod csv_stream;
 pub mod demo;
 pub mod errors;
 pub mod extract;
 pub mod fanout;
 pub mod idempotent;
+pub mod key_book;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod openapi_keys;
 pub mod ops_gauges;
 pub mod overload;
 pub mod payment_mode;

@@ -9,13 +9,15 @@ use axum::routing::{MethodFilter, MethodRouter};
 use tower::Layer;
 use tower_http::services::ServeDir;
 
+use reservation::organizer_keys::Role;
+
 use crate::auth::Caller;
 use crate::body::{MAX_BODY, SEAT_LIST_BODY};
 use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
-    admin, events, health, holds, ops, orders, pages, payment_challenge, queue, session,
-    waiting_room, webhook,
+    admin, event_list, events, exports, health, holds, keys, ops, orders, pages, payment_challenge,
+    queue, session, waiting_room, webhook,
 };
 use crate::state::AppState;
 
@@ -69,6 +71,8 @@ pub struct Doc {
     pub listed: bool,
     pub request: Option<&'static str>,
     pub response: Option<&'static str>,
+    /// The success answer is a CSV file (`text/csv`), not JSON.
+    pub csv: bool,
     /// Query parameters, each optional.
     pub query: &'static [Param],
     /// Header parameters, each required.
@@ -140,6 +144,7 @@ impl Route {
                 listed: true,
                 request: None,
                 response: None,
+                csv: false,
                 query: &[],
                 headers: &[],
             },
@@ -162,6 +167,12 @@ impl Route {
     /// The success answer's schema.
     fn answers(mut self, schema: &'static str) -> Self {
         self.doc.response = Some(schema);
+        self
+    }
+
+    /// The success answer is a streamed CSV file.
+    fn csv(mut self) -> Self {
+        self.doc.csv = true;
         self
     }
 
@@ -190,9 +201,11 @@ impl Route {
     }
 }
 
-use Caller::{
-    AdmissionOrReceipt, AdmissionToken, Anyone, OrganizerKey, QueueToken, WebhookSignature,
-};
+use Caller::{AdmissionOrReceipt, AdmissionToken, Anyone, QueueToken, WebhookSignature};
+/// The organizer's roles, each route naming the least it needs.
+const VIEWER: Caller = Caller::Organizer(Role::Viewer);
+const OPERATOR: Caller = Caller::Organizer(Role::Operator);
+const ADMIN: Caller = Caller::Organizer(Role::Admin);
 use Verb::{Delete, Get, Patch, Post};
 
 /// Every route of the gateway.
@@ -358,7 +371,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Create an event",
             201,
@@ -368,7 +381,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/seats",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Add seats",
             200,
@@ -379,7 +392,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Patch,
             "/api/admin/events/{event}/admission",
-            OrganizerKey,
+            OPERATOR,
             Group::Organizer,
             "Tune admission live",
             200,
@@ -389,7 +402,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/stats",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "Queue, seat, hold and payment counts",
             200,
@@ -398,7 +411,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/stuck",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "Holds and payments stuck in paying",
             200,
@@ -412,12 +425,110 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/close",
-            OrganizerKey,
+            OPERATOR,
             Group::Organizer,
             "Close the queue",
             200,
             admin::close,
         ),
+        Route::new(
+            Get,
+            "/api/admin/events",
+            VIEWER,
+            Group::Organizer,
+            "List events with their state and seat counts (paged)",
+            200,
+            event_list::list,
+        )
+        .answers("EventList")
+        .query(&[
+            (
+                "limit",
+                openapi::event_page_limit,
+                "events per page (default 50)",
+            ),
+            ("after", openapi::event_id, "the `next` of the page before"),
+        ]),
+        Route::new(
+            Post,
+            "/api/admin/keys",
+            ADMIN,
+            Group::Organizer,
+            "Add a team key (shown once)",
+            201,
+            keys::create,
+        )
+        .body("CreateKey")
+        .answers("NewTeamKey"),
+        Route::new(
+            Get,
+            "/api/admin/keys",
+            ADMIN,
+            Group::Organizer,
+            "List the team's keys (never the keys themselves)",
+            200,
+            keys::list,
+        )
+        .answers("TeamKeys"),
+        Route::new(
+            Delete,
+            "/api/admin/keys/{key}",
+            ADMIN,
+            Group::Organizer,
+            "Revoke a team key (every instance refuses it within a second)",
+            204,
+            keys::revoke,
+        ),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/orders.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the orders (streamed CSV)",
+            200,
+            exports::orders,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/sales.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the seats sold (streamed CSV)",
+            200,
+            exports::sales,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/holds.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the holds (streamed CSV)",
+            200,
+            exports::holds,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/admissions.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the admission sessions (streamed CSV)",
+            200,
+            exports::admissions,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/audit.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the event's audit log (streamed CSV)",
+            200,
+            exports::audit,
+        )
+        .csv(),
         // Operations: never shed, so operators see the overload.
         Route::new(
             Get,

@@ -6,8 +6,11 @@
 //! - `ids` — validated id newtypes and generated ids.
 //! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
 //! - `event` — events (with the fairness seed commitment) and their seats.
+//! - `event_list` — the organizer's list of events with their seat counts, in pages.
 //! - `session` — admission sessions, one per ticket.
-//! - `audit` — the organizer's audit log.
+//! - `audit` — the organizer's audit log, each change with the key that made it.
+//! - `organizer_keys` — named organizer keys with a role (kept hashed).
+//! - `export` — an event's orders, sales, holds, admissions and audit log in pages, for CSV.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
 //! - `hold_pg` — the same in one round trip on PostgreSQL (functions of migration 0005).
@@ -32,6 +35,8 @@ mod audit;
 mod dialect;
 mod error;
 mod event;
+pub mod event_list;
+mod export;
 pub mod failpoint;
 mod hold;
 mod hold_life;
@@ -41,6 +46,7 @@ mod ids;
 mod journal;
 pub mod limits;
 mod ops_figures;
+pub mod organizer_keys;
 pub mod outbox;
 mod payment;
 mod payment_pg;
@@ -55,13 +61,15 @@ mod views;
 pub mod webhook_intake;
 
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
-pub use audit::AuditEntry;
+pub use audit::{Actor, AuditEntry};
 pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};
+pub use event_list::EventListing;
+pub use export::{Cell, EXPORT_PAGE, Export, ExportRow};
 pub use hold_life::Swept;
 pub use idempotency::{Idempotency, IdempotencyTiming};
-pub use ids::{AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId};
+pub use ids::{AttemptId, EventId, HoldId, InvalidId, KeyId, OrderId, SeatId, SessionId, TicketId};
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
 pub use reads::{Counts, SeatView};

@@ -1,9 +1,12 @@
 //! One file per resource of API.md; the routes themselves are declared in `route_book.rs`.
 
 pub mod admin;
+pub mod event_list;
 pub mod events;
+pub mod exports;
 pub mod health;
 pub mod holds;
+pub mod keys;
 pub mod ops;
 pub mod orders;
 pub mod pages;
