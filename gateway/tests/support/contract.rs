@@ -27,6 +27,16 @@ pub const API_MD: &[(&str, &str)] = &[
     ("get", "/api/admin/events/{event}/stats"),
     ("get", "/api/admin/events/{event}/stuck"),
     ("post", "/api/admin/events/{event}/close"),
+    // Added for the organizer's night: the event list, team keys, exports
+    ("get", "/api/admin/events"),
+    ("post", "/api/admin/keys"),
+    ("get", "/api/admin/keys"),
+    ("delete", "/api/admin/keys/{key}"),
+    ("get", "/api/admin/events/{event}/exports/orders.csv"),
+    ("get", "/api/admin/events/{event}/exports/sales.csv"),
+    ("get", "/api/admin/events/{event}/exports/holds.csv"),
+    ("get", "/api/admin/events/{event}/exports/admissions.csv"),
+    ("get", "/api/admin/events/{event}/exports/audit.csv"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),
