@@ -3,6 +3,8 @@
 //! refused; and an export of 100,000 orders streamed to a slow reader while the gateway's
 //! memory stays flat (it lives in this process, so this process's resident set is measured).
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

@@ -3,6 +3,8 @@
 //! second; the bound on keys holds under concurrent adds; bad input is refused; every change
 //! is audited with the key that made it; a listing never shows a key or its hash.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
