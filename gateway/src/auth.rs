@@ -10,7 +10,8 @@ use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
 
 use admission::{AdmissionClaims, AdmissionError, QueueClaims};
-use reservation::SessionId;
+use reservation::organizer_keys::Role;
+use reservation::{Actor, SessionId};
 
 use crate::problem::Problem;
 use crate::secrets::hash_key;
@@ -33,8 +34,8 @@ pub enum Caller {
     AdmissionToken,
     /// An admission token, or a hold's receipt key (`Floodgate-Receipt`).
     AdmissionOrReceipt,
-    /// An organizer key.
-    OrganizerKey,
+    /// An organizer key of at least this role.
+    Organizer(Role),
     /// The payment provider, by its `Stripe-Signature` over the body.
     WebhookSignature,
 }
@@ -60,9 +61,9 @@ pub async fn authenticate(
             let reader = Reader::verify(parts, state).await?;
             parts.extensions.insert(reader);
         }
-        Caller::OrganizerKey => {
-            Organizer::verify(parts, state)?;
-            parts.extensions.insert(Organizer);
+        Caller::Organizer(needed) => {
+            let organizer = Organizer::verify(parts, state).await?.at_least(needed)?;
+            parts.extensions.insert(organizer);
         }
         Caller::WebhookSignature => {
             let signed = SignedWebhook::verify(&parts.headers)?;
@@ -171,27 +172,68 @@ impl Reader {
     }
 }
 
-/// The organizer, by one of the organizer keys.
-#[derive(Clone, Copy, Debug)]
-pub struct Organizer;
+/// The organizer's team member calling: the key's name and id (for the audit log) and role.
+#[derive(Clone, Debug)]
+pub struct Organizer {
+    pub actor: Actor,
+    pub role: Role,
+}
+
+/// The key of the configuration (or the one generated at first start): always an admin, and
+/// recorded under this id and name.
+pub const CONFIGURED_KEY_ID: &str = "configured";
+pub const CONFIGURED_KEY_NAME: &str = "organizer";
+
+/// A key of a role below the route's.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleForbidden {
+    pub needed: Role,
+    pub has: Role,
+}
 
 impl Organizer {
-    /// Compared as hashes, in constant time.
-    fn verify(parts: &Parts, state: &AppState) -> Result<(), Problem> {
+    /// The configured keys are compared as hashes in constant time; a team key is looked up by
+    /// its hash in the key book (`key_book.rs`), which sees a revocation within a second.
+    async fn verify(parts: &Parts, state: &AppState) -> Result<Self, Problem> {
         let presented = bearer(&parts.headers)
             .map(hash_key)
             .ok_or_else(|| Problem::unauthorized("an organizer key is needed"))?;
-        let matched = state
+        let configured = state
             .settings
             .organizer_key_hashes
             .iter()
             .fold(subtle::Choice::from(0), |found, known| {
                 found | known.ct_eq(&presented)
             });
-        if bool::from(matched) {
-            Ok(())
+        if bool::from(configured) {
+            return Ok(Self {
+                actor: Actor {
+                    name: CONFIGURED_KEY_NAME.to_owned(),
+                    key_id: CONFIGURED_KEY_ID.to_owned(),
+                },
+                role: Role::Admin,
+            });
+        }
+        match state.keys.identify(&state.store, &presented).await? {
+            Some(member) => Ok(Self {
+                actor: Actor {
+                    name: member.name,
+                    key_id: member.key_id,
+                },
+                role: member.role,
+            }),
+            None => Err(Problem::unauthorized("wrong organizer key")),
+        }
+    }
+
+    fn at_least(self, needed: Role) -> Result<Self, RoleForbidden> {
+        if self.role >= needed {
+            Ok(self)
         } else {
-            Err(Problem::unauthorized("wrong organizer key"))
+            Err(RoleForbidden {
+                needed,
+                has: self.role,
+            })
         }
     }
 }
@@ -252,8 +294,12 @@ caller_extractor!(QueueTicket, |parts, state| QueueTicket::verify(
 caller_extractor!(Admitted, |parts, state| Admitted::verify(parts, state)
     .await);
 caller_extractor!(Reader, |parts, state| Reader::verify(parts, state).await);
-caller_extractor!(Organizer, |parts, state| Organizer::verify(parts, state)
-    .map(|()| Organizer));
+// A route the book does not name an organizer role for asks for the highest.
+caller_extractor!(Organizer, |parts, state| Ok(Organizer::verify(
+    parts, state
+)
+.await?
+.at_least(Role::Admin)?));
 caller_extractor!(SignedWebhook, |parts, state| {
     let _ = state;
     SignedWebhook::verify(&parts.headers)

@@ -19,6 +19,7 @@ use reservation::webhook_intake::WebhookError;
 
 use reservation::codes::CodeRefusal;
 
+use crate::auth::RoleForbidden;
 use crate::body::BodyError;
 use crate::entry::EntryRefusal;
 use crate::problem::Problem;
@@ -153,6 +154,15 @@ impl From<reservation::Error> for Problem {
             ),
             E::HoldNotFound | E::NotOwner => Problem::not_found("no such hold"),
             E::AttemptNotFound => Problem::not_found("no such payment"),
+            E::KeyNotFound => Problem::not_found("no such key"),
+            E::KeyLimit => Problem::new(
+                CONFLICT,
+                "key_limit",
+                format!(
+                    "at most {} team keys at once: revoke one first",
+                    reservation::organizer_keys::MAX_KEYS
+                ),
+            ),
             E::HoldExpired => Problem::new(CONFLICT, "hold_expired", "the hold has expired"),
             E::HoldLimit => Problem::new(
                 CONFLICT,
@@ -224,6 +234,20 @@ impl From<HookError> for Problem {
             HookError::Invalid(error) => error.into(),
             HookError::Store(error) => error.into(),
         }
+    }
+}
+
+impl From<RoleForbidden> for Problem {
+    fn from(refused: RoleForbidden) -> Self {
+        Problem::new(
+            StatusCode::FORBIDDEN,
+            "role_forbidden",
+            format!(
+                "this needs a key of role {} or above; this key is a {}",
+                refused.needed, refused.has
+            ),
+        )
+        .with("required_role", json!(refused.needed))
     }
 }
 

@@ -10,6 +10,8 @@
 //! - `route_book`: every route declared once (caller, shed group, body limit, OpenAPI).
 //! - `problem`, `extract`, `auth`, `body`, `requests`: the problem+json error shape, the
 //!   typed extractors (ids, callers, bodies) and the request bodies.
+//! - `key_book`: the team's organizer keys by hash, read again at most every half second;
+//!   `csv_stream`: the organizer's exports as a streamed CSV body.
 //! - `client_ip`: the address a join is limited by (trusted proxies).
 //! - `overload`, `request_span`, `metrics`: load shedding and deadlines, request spans,
 //!   Prometheus; `fanout`, `ops_gauges`: the figures `/metrics` samples (socket fan-out time,
@@ -20,10 +22,9 @@
 //! - `entry`: a join's access rule, identity token and access code.
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
-//! - `seat_cache`, `openapi`: the cached seat map; the OpenAPI document (`openapi_hooks`: the
-//!   organizer webhooks' schemas).
 //! - `seat_cache`, `seat_sections`, `openapi`: the cached seat map, cut by section and by
-//!   change for a stadium; the OpenAPI document.
+//!   change for a stadium; the OpenAPI document (`openapi_hooks`, `openapi_keys`: the schemas
+//!   of the organizer's webhooks and of the team's keys).
 //! - `look`: the organizer's branding and embedding sites, judged.
 //! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
 //!   `socket_limits`: one live socket per ticket, and a cap per client address.
@@ -36,17 +37,20 @@ pub mod client_ip;
 pub mod clock;
 pub mod config;
 pub mod connections;
+pub mod csv_stream;
 pub mod demo;
 pub mod entry;
 pub mod errors;
 pub mod extract;
 pub mod fanout;
 pub mod idempotent;
+pub mod key_book;
 pub mod listener;
 pub mod look;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_hooks;
+pub mod openapi_keys;
 pub mod ops_gauges;
 pub mod overload;
 pub mod payment_mode;

@@ -16,6 +16,7 @@ use crate::route_book::{Doc, Entry, Param, book};
 use crate::routes::access::{ACCESS_RULES, PEM_MAX, SECRET_MAX, SECRET_MIN};
 use crate::routes::admin::{NAME_CHARS, ROW_CHARS, SEATS_PER_LIST, SECTION_CHARS};
 use crate::routes::codes::CODES_PER_UPLOAD;
+use crate::routes::event_list;
 use reservation::codes;
 
 /// The document as served: built once.
@@ -31,7 +32,7 @@ fn security(caller: Caller) -> Value {
         Caller::QueueToken => json!([{"queueToken": []}]),
         Caller::AdmissionToken => json!([{"admissionToken": []}]),
         Caller::AdmissionOrReceipt => json!([{"admissionToken": []}, {"receiptKey": []}]),
-        Caller::OrganizerKey => json!([{"organizerKey": []}]),
+        Caller::Organizer(_) => json!([{"organizerKey": []}]),
         Caller::WebhookSignature => json!([{"webhookSignature": []}]),
     }
 }
@@ -59,6 +60,10 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
                            "schema": schema(), "description": description}));
     }
     let success = match doc.response {
+        _ if doc.csv => json!({"description": "a CSV file (RFC 4180, header row first), streamed",
+            "headers": {"Content-Disposition": {"schema": {"type": "string"},
+                "description": "attachment; filename=\"EVENT-NAME.csv\""}},
+            "content": {"text/csv": {"schema": {"type": "string"}}}}),
         Some(schema) => {
             let mut answer = json_of(schema);
             answer["description"] = json!("success");
@@ -75,6 +80,13 @@ fn operation(entry: &Entry, doc: &Doc) -> Value {
             "4XX": {"description": "problem+json", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
         },
     });
+    if let Caller::Organizer(role) = entry.caller {
+        operation["responses"]["403"] = json!({
+            "description": format!("`role_forbidden`: the key's role is below `{role}`"),
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        });
+        operation["x-minimum-role"] = json!(role.as_str());
+    }
     if let (Some(schema), Some(limit)) = (doc.request, entry.body_limit) {
         let mut body = json_of(schema);
         body["required"] = json!(!doc.body_optional);
@@ -101,6 +113,16 @@ pub(crate) fn code_after() -> Value {
 /// `limit` of the code list.
 pub(crate) fn code_page() -> Value {
     json!({"type": "integer", "minimum": 1, "maximum": codes::CODES_PER_PAGE})
+}
+
+/// `limit` of the organizer's event list.
+pub(crate) fn event_page_limit() -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": event_list::MAX_LIMIT})
+}
+
+/// An event id in a query.
+pub(crate) fn event_id() -> Value {
+    json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"})
 }
 
 /// `older_than_s` of the stuck-payments list.
@@ -193,6 +215,10 @@ pub fn document() -> Value {
                 "AccessSettings": access_settings_schema(),
                 "EventLook": event_look_schema(),
                 "Branding": branding_schema(),
+                "EventList": event_list_schema(),
+                "CreateKey": crate::openapi_keys::create_key_schema(),
+                "NewTeamKey": crate::openapi_keys::new_key_schema(),
+                "TeamKeys": crate::openapi_keys::keys_schema(),
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },
@@ -201,6 +227,23 @@ pub fn document() -> Value {
         document["components"]["schemas"][name] = schema;
     }
     document
+}
+
+fn event_list_schema() -> Value {
+    let count = json!({"type": "integer", "minimum": 0});
+    json!({"type": "object", "required": ["events", "next"], "properties": {
+        "events": {"type": "array", "maxItems": event_list::MAX_LIMIT, "items": {
+            "type": "object", "required": ["event", "name", "opens_at", "state", "seats"],
+            "properties": {
+                "event": {"type": "string"},
+                "name": {"type": "string"},
+                "opens_at": {"type": "string", "format": "date-time"},
+                "state": {"type": "string", "enum": ["scheduled", "open", "paused", "closed", "sold_out"]},
+                "seats": {"type": "object", "required": ["total", "available", "held", "sold"],
+                    "properties": {"total": count, "available": count, "held": count, "sold": count}},
+            }}},
+        "next": {"type": ["string", "null"], "description": "pass as `after` for the next page; null on the last"},
+    }})
 }
 
 fn hold_request_schema() -> Value {

@@ -326,3 +326,19 @@ pub struct SeatsQuery {
     pub section: Option<String>,
     pub since: Option<i64>,
 }
+
+/// `POST /api/admin/keys`: a team member's key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKey {
+    pub name: String,
+    pub role: reservation::organizer_keys::Role,
+}
+
+/// The query of `GET /api/admin/events`: a page of events after `after`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventListQuery {
+    pub limit: Option<i64>,
+    pub after: Option<String>,
+}

@@ -9,13 +9,15 @@ use axum::routing::{MethodFilter, MethodRouter};
 use tower::Layer;
 use tower_http::services::ServeDir;
 
+use reservation::organizer_keys::Role;
+
 use crate::auth::Caller;
 use crate::body::{JOIN_BODY, MAX_BODY, SEAT_LIST_BODY};
 use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
-    access, admin, codes, event_look, events, health, holds, ops, orders, organizer_webhooks,
-    pages, payment_challenge, queue, session, waiting_room, webhook,
+    access, admin, codes, event_list, event_look, events, exports, health, holds, keys, ops,
+    orders, organizer_webhooks, pages, payment_challenge, queue, session, waiting_room, webhook,
 };
 use crate::state::AppState;
 
@@ -71,6 +73,8 @@ pub struct Doc {
     /// The body may be left out (an empty body reads as `{}`).
     pub body_optional: bool,
     pub response: Option<&'static str>,
+    /// The success answer is a CSV file (`text/csv`), not JSON.
+    pub csv: bool,
     /// Query parameters, each optional.
     pub query: &'static [Param],
     /// Header parameters, each required.
@@ -143,6 +147,7 @@ impl Route {
                 request: None,
                 body_optional: false,
                 response: None,
+                csv: false,
                 query: &[],
                 headers: &[],
             },
@@ -174,6 +179,12 @@ impl Route {
         self
     }
 
+    /// The success answer is a streamed CSV file.
+    fn csv(mut self) -> Self {
+        self.doc.csv = true;
+        self
+    }
+
     fn query(mut self, params: &'static [Param]) -> Self {
         self.doc.query = params;
         self
@@ -199,9 +210,11 @@ impl Route {
     }
 }
 
-use Caller::{
-    AdmissionOrReceipt, AdmissionToken, Anyone, OrganizerKey, QueueToken, WebhookSignature,
-};
+use Caller::{AdmissionOrReceipt, AdmissionToken, Anyone, QueueToken, WebhookSignature};
+/// The organizer's roles, each route naming the least it needs.
+const VIEWER: Caller = Caller::Organizer(Role::Viewer);
+const OPERATOR: Caller = Caller::Organizer(Role::Operator);
+const ADMIN: Caller = Caller::Organizer(Role::Admin);
 use Verb::{Delete, Get, Patch, Post};
 
 /// Every route of the gateway.
@@ -382,7 +395,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Create an event",
             201,
@@ -392,7 +405,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/seats",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Add seats",
             200,
@@ -403,7 +416,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Patch,
             "/api/admin/events/{event}/admission",
-            OrganizerKey,
+            OPERATOR,
             Group::Organizer,
             "Tune admission live",
             200,
@@ -413,7 +426,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Patch,
             "/api/admin/events/{event}",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Brand the event's pages and name the sites that may frame them",
             200,
@@ -423,7 +436,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/stats",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "Queue, seat, hold and payment counts",
             200,
@@ -432,7 +445,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/stuck",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "Holds and payments stuck in paying",
             200,
@@ -446,7 +459,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/codes",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Generate or upload presale and access codes",
             201,
@@ -457,7 +470,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/codes",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "List access codes with their uses left (paged)",
             200,
@@ -475,7 +488,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/access",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "Who may join, and the identity check (secrets never shown)",
             200,
@@ -485,7 +498,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Patch,
             "/api/admin/events/{event}/access",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Change who may join and the identity check",
             200,
@@ -496,7 +509,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/close",
-            OrganizerKey,
+            OPERATOR,
             Group::Organizer,
             "Close the queue",
             200,
@@ -506,7 +519,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/webhooks",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Subscribe a URL to the event's facts (the secret is shown once)",
             201,
@@ -517,7 +530,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/webhooks",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "The event's webhook subscriptions",
             200,
@@ -527,7 +540,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Delete,
             "/api/admin/events/{event}/webhooks/{webhook}",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Delete a webhook subscription and its deliveries",
             204,
@@ -536,7 +549,7 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Get,
             "/api/admin/events/{event}/webhooks/{webhook}/deliveries",
-            OrganizerKey,
+            VIEWER,
             Group::Organizer,
             "A webhook's latest deliveries and each attempt",
             200,
@@ -546,12 +559,110 @@ pub fn book() -> Vec<Route> {
         Route::new(
             Post,
             "/api/admin/events/{event}/webhooks/{webhook}/test",
-            OrganizerKey,
+            ADMIN,
             Group::Organizer,
             "Send a test event (`ping`) to a webhook",
             202,
             organizer_webhooks::test,
         ),
+        Route::new(
+            Get,
+            "/api/admin/events",
+            VIEWER,
+            Group::Organizer,
+            "List events with their state and seat counts (paged)",
+            200,
+            event_list::list,
+        )
+        .answers("EventList")
+        .query(&[
+            (
+                "limit",
+                openapi::event_page_limit,
+                "events per page (default 50)",
+            ),
+            ("after", openapi::event_id, "the `next` of the page before"),
+        ]),
+        Route::new(
+            Post,
+            "/api/admin/keys",
+            ADMIN,
+            Group::Organizer,
+            "Add a team key (shown once)",
+            201,
+            keys::create,
+        )
+        .body("CreateKey")
+        .answers("NewTeamKey"),
+        Route::new(
+            Get,
+            "/api/admin/keys",
+            ADMIN,
+            Group::Organizer,
+            "List the team's keys (never the keys themselves)",
+            200,
+            keys::list,
+        )
+        .answers("TeamKeys"),
+        Route::new(
+            Delete,
+            "/api/admin/keys/{key}",
+            ADMIN,
+            Group::Organizer,
+            "Revoke a team key (every instance refuses it within a second)",
+            204,
+            keys::revoke,
+        ),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/orders.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the orders (streamed CSV)",
+            200,
+            exports::orders,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/sales.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the seats sold (streamed CSV)",
+            200,
+            exports::sales,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/holds.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the holds (streamed CSV)",
+            200,
+            exports::holds,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/admissions.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the admission sessions (streamed CSV)",
+            200,
+            exports::admissions,
+        )
+        .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/exports/audit.csv",
+            VIEWER,
+            Group::Organizer,
+            "Export the event's audit log (streamed CSV)",
+            200,
+            exports::audit,
+        )
+        .csv(),
         // Operations: never shed, so operators see the overload.
         Route::new(
             Get,

@@ -97,6 +97,10 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         fanouts: crate::fanout::FanOuts::default(),
         socket_feeds: crate::socket_feed::SocketFeeds::default(),
         sockets: crate::socket_limits::LiveSockets::new(config.sockets_per_address),
+        keys: Default::default(),
+        exports: Arc::new(tokio::sync::Semaphore::new(
+            crate::csv_stream::EXPORTS_AT_ONCE,
+        )),
     })
 }
 

@@ -39,6 +39,10 @@ pub struct AppState {
     pub socket_feeds: SocketFeeds,
     /// Waiting-room sockets open, by ticket and client address (`socket_limits.rs`).
     pub sockets: Arc<crate::socket_limits::LiveSockets>,
+    /// The team's organizer keys, read from the database at most every half second.
+    pub keys: Arc<crate::key_book::KeyBook>,
+    /// Exports streaming at once from this instance (each a page query at a time).
+    pub exports: Arc<tokio::sync::Semaphore>,
 }
 
 /// Settings resolved at start (secrets from the configuration or the database).

@@ -109,7 +109,9 @@ async fn the_audit_log_records_each_change() {
         "{log:?}"
     );
     for entry in &log {
+        // The configured key, by its name and id.
         assert_eq!(entry.actor, "organizer");
+        assert_eq!(entry.key_id.as_deref(), Some("configured"));
         assert_eq!(entry.event_id.as_deref(), Some(event.as_str()));
         assert!(entry.at_ms > 0);
     }

@@ -56,6 +56,11 @@ pub enum Error {
     IdempotencyConflict,
     #[error("payment attempt not found")]
     AttemptNotFound,
+    /// Every slot for an organizer key is taken (`organizer_keys::MAX_KEYS`).
+    #[error("the installation holds as many organizer keys as it may")]
+    KeyLimit,
+    #[error("organizer key not found")]
+    KeyNotFound,
     #[error(transparent)]
     InvalidId(#[from] crate::ids::InvalidId),
     /// A test stopped the flow at a failpoint, as if the process had died there.

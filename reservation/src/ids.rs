@@ -79,6 +79,10 @@ id_type!(
     SessionId, "session id"
 );
 id_type!(
+    /// A named organizer key (team keys; the key itself is never stored).
+    KeyId, "key id"
+);
+id_type!(
     /// A hold on 1..n seats.
     HoldId, "hold id"
 );

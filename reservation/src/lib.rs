@@ -7,8 +7,11 @@
 //! - `error` — [`Error`]: what callers act on, plus an opaque storage variant.
 //! - `event` — events (with the fairness seed commitment) and their seats.
 //! - `look` — the organizer's branding and embedding sites of an event's pages.
+//! - `event_list` — the organizer's list of events with their seat counts, in pages.
 //! - `session` — admission sessions, one per ticket.
-//! - `audit` — the organizer's audit log.
+//! - `audit` — the organizer's audit log, each change with the key that made it.
+//! - `organizer_keys` — named organizer keys with a role (kept hashed).
+//! - `export` — an event's orders, sales, holds, admissions and audit log in pages, for CSV.
 //! - `access` — who may join (open, presale, invitation) and the identity key.
 //! - `codes` — presale and access codes, a use taken by one conditional update.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
@@ -42,6 +45,8 @@ pub mod codes;
 mod dialect;
 mod error;
 mod event;
+pub mod event_list;
+mod export;
 pub mod failpoint;
 mod hold;
 mod hold_life;
@@ -53,6 +58,7 @@ mod journal;
 pub mod limits;
 mod look;
 mod ops_figures;
+pub mod organizer_keys;
 pub mod outbox;
 mod payment;
 mod payment_pg;
@@ -71,14 +77,16 @@ pub mod webhook_intake;
 pub use access::{AccessPatch, EventAccess, IdentityKey, IdentityPatch};
 pub use admission_modes::{AdmissionMode, BackendDown, MESSAGE_CHARS, MessageLevel, QueueMessage};
 pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
-pub use audit::AuditEntry;
+pub use audit::{Actor, AuditEntry};
 pub use dialect::Dialect;
 pub use error::Error;
 pub use event::{Event, NewEvent, NewSeat};
+pub use event_list::EventListing;
+pub use export::{Cell, EXPORT_PAGE, Export, ExportRow};
 pub use hold_life::Swept;
 pub use idempotency::{Idempotency, IdempotencyTiming};
 pub use ids::{
-    AttemptId, EventId, HoldId, InvalidId, OrderId, SeatId, SessionId, TicketId, WebhookId,
+    AttemptId, EventId, HoldId, InvalidId, KeyId, OrderId, SeatId, SessionId, TicketId, WebhookId,
 };
 pub use look::LookPatch;
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};

@@ -14,6 +14,7 @@ use crate::clock::rfc3339;
 use crate::extract::{JsonBody, PathId};
 use crate::problem::Problem;
 use crate::requests::{AccessSettings, IdentitySettings};
+use crate::routes::admin::audit;
 use crate::state::AppState;
 
 /// An HS256 secret: long enough to resist guessing, short enough to store.
@@ -79,7 +80,7 @@ pub(crate) async fn read(
 pub(crate) async fn change(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     JsonBody { value: request, .. }: JsonBody<AccessSettings>,
 ) -> Result<Response, Problem> {
     if request.access.is_none() && request.general_opens_at.is_none() && request.identity.is_none()
@@ -128,17 +129,6 @@ pub(crate) async fn change(
         tracing::warn!(%error, "tick after an access change failed; the next tick applies it");
     }
     let answer = shown(&access);
-    if let Err(error) = state
-        .store
-        .audit(
-            "organizer",
-            "change_access",
-            Some(event.as_str()),
-            &answer.to_string(),
-        )
-        .await
-    {
-        tracing::error!(%error, "audit log write failed");
-    }
+    audit(&state, &who, "change_access", Some(event.as_str()), &answer).await;
     Ok(axum::Json(answer).into_response())
 }

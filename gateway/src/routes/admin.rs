@@ -1,5 +1,6 @@
 //! The organizer API: create an event, add seats, tune admission live, read stats and stuck
-//! payments, close the queue. Every route needs an organizer key; every change is audited.
+//! payments, close the queue. Every route needs an organizer key of the role its entry in the
+//! route book names; every change is audited with the key that made it.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,8 +20,6 @@ use crate::requests::{
     AdmissionChange, BackendDownName, CreateEvent, LevelName, ModeName, SeatsRequest, StuckQuery,
 };
 use crate::state::AppState;
-
-const ACTOR: &str = "organizer";
 
 /// An event's name: 1-200 characters (as the document counts them: characters, not bytes),
 /// at least one of them not white space (the name is stored trimmed).
@@ -46,10 +45,17 @@ fn positive(name: &str, value: Option<i64>, into: &mut i64) -> Result<(), Proble
     }
 }
 
-pub(crate) async fn audit(state: &AppState, action: &str, event: &str, detail: &Value) {
+/// Records a change with the key that made it.
+pub(crate) async fn audit(
+    state: &AppState,
+    who: &Organizer,
+    action: &str,
+    event: Option<&str>,
+    detail: &Value,
+) {
     if let Err(error) = state
         .store
-        .audit(ACTOR, action, Some(event), &detail.to_string())
+        .audit(&who.actor, action, event, &detail.to_string())
         .await
     {
         tracing::error!(%error, action, "audit log write failed");
@@ -58,7 +64,7 @@ pub(crate) async fn audit(state: &AppState, action: &str, event: &str, detail: &
 
 pub(crate) async fn create(
     State(state): State<AppState>,
-    _: Organizer,
+    who: Organizer,
     body: JsonBody<CreateEvent>,
 ) -> Result<Response, Problem> {
     let request = &body.value;
@@ -127,8 +133,9 @@ pub(crate) async fn create(
     }
     audit(
         &state,
+        &who,
         "create_event",
-        id.as_str(),
+        Some(id.as_str()),
         &serde_json::from_slice(&body.raw).unwrap_or(Value::Null),
     )
     .await;
@@ -147,7 +154,7 @@ pub(crate) async fn create(
 pub(crate) async fn seats(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     JsonBody { value: request, .. }: JsonBody<SeatsRequest>,
 ) -> Result<Response, Problem> {
     state.store.get_event(&event).await?;
@@ -203,8 +210,9 @@ pub(crate) async fn seats(
     obey_now(&state, event.as_str()).await;
     audit(
         &state,
+        &who,
         "add_seats",
-        event.as_str(),
+        Some(event.as_str()),
         &json!({ "added": added }),
     )
     .await;
@@ -217,7 +225,7 @@ pub(crate) async fn seats(
 pub(crate) async fn tune(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     body: JsonBody<AdmissionChange>,
 ) -> Result<Response, Problem> {
     let request = &body.value;
@@ -265,8 +273,9 @@ pub(crate) async fn tune(
     obey_now(&state, event.as_str()).await;
     audit(
         &state,
+        &who,
         "tune_admission",
-        event.as_str(),
+        Some(event.as_str()),
         &serde_json::from_slice(&body.raw).unwrap_or(Value::Null),
     )
     .await;
@@ -308,7 +317,7 @@ fn control_json(c: &reservation::AdmissionControl) -> Value {
 pub(crate) async fn close(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
 ) -> Result<Response, Problem> {
     let patch = AdmissionPatch {
         closed: Some(true),
@@ -316,7 +325,7 @@ pub(crate) async fn close(
     };
     let control = state.store.update_admission_control(&event, &patch).await?;
     obey_now(&state, event.as_str()).await;
-    audit(&state, "close", event.as_str(), &json!({})).await;
+    audit(&state, &who, "close", Some(event.as_str()), &json!({})).await;
     Ok(axum::Json(control_json(&control)).into_response())
 }
 

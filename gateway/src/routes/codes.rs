@@ -17,6 +17,7 @@ use crate::clock::rfc3339;
 use crate::extract::{JsonBody, PathId, Query};
 use crate::problem::Problem;
 use crate::requests::{CodesQuery, CodesRequest};
+use crate::routes::admin::audit;
 use crate::state::AppState;
 
 /// Codes one upload may list (a larger batch is generated, or sent in several requests).
@@ -62,7 +63,7 @@ fn generated(n: usize) -> Vec<String> {
 pub(crate) async fn add(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     JsonBody { value: request, .. }: JsonBody<CodesRequest>,
 ) -> Result<Response, Problem> {
     let uses = request.uses.unwrap_or(1);
@@ -109,18 +110,7 @@ pub(crate) async fn add(
     };
     let added = state.store.add_codes(&event, &new).await?;
     let detail = json!({"added": added, "uses": uses, "lane": new.lane, "generated": show});
-    if let Err(error) = state
-        .store
-        .audit(
-            "organizer",
-            "add_codes",
-            Some(event.as_str()),
-            &detail.to_string(),
-        )
-        .await
-    {
-        tracing::error!(%error, "audit log write failed");
-    }
+    audit(&state, &who, "add_codes", Some(event.as_str()), &detail).await;
     let mut body = json!({ "added": added });
     if show {
         body["codes"] = json!(new.codes);

@@ -23,7 +23,7 @@ use crate::state::AppState;
 pub(crate) async fn patch(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     body: JsonBody<EventLook>,
 ) -> Result<Response, Problem> {
     let look = look::judge(body.value)?;
@@ -36,8 +36,9 @@ pub(crate) async fn patch(
     state.seats.invalidate(event.as_str());
     audit(
         &state,
+        &who,
         "set_look",
-        event.as_str(),
+        Some(event.as_str()),
         &serde_json::from_slice(&body.raw).unwrap_or(Value::Null),
     )
     .await;

@@ -3,10 +3,13 @@
 pub mod access;
 pub mod admin;
 pub mod codes;
+pub mod event_list;
 pub mod event_look;
 pub mod events;
+pub mod exports;
 pub mod health;
 pub mod holds;
+pub mod keys;
 pub mod ops;
 pub mod orders;
 pub mod organizer_webhooks;

@@ -16,6 +16,7 @@ use crate::auth::Organizer;
 use crate::clock::rfc3339;
 use crate::extract::{JsonBody, PathId};
 use crate::problem::Problem;
+use crate::routes::admin::audit;
 use crate::state::AppState;
 
 /// `POST /api/admin/events/{event}/webhooks`.
@@ -87,25 +88,10 @@ fn delivery_json(d: &Delivery) -> Value {
     })
 }
 
-async fn audit(state: &AppState, action: &str, event: &EventId, detail: &Value) {
-    if let Err(error) = state
-        .store
-        .audit(
-            "organizer",
-            action,
-            Some(event.as_str()),
-            &detail.to_string(),
-        )
-        .await
-    {
-        tracing::error!(%error, action, "audit log write failed");
-    }
-}
-
 pub(crate) async fn create(
     State(state): State<AppState>,
     PathId(event): PathId<EventId>,
-    _: Organizer,
+    who: Organizer,
     JsonBody { value: request, .. }: JsonBody<CreateWebhook>,
 ) -> Result<Response, Problem> {
     let url = HookUrl::parse(&request.url)?;
@@ -120,8 +106,9 @@ pub(crate) async fn create(
         .await?;
     audit(
         &state,
+        &who,
         "create_webhook",
-        &event,
+        Some(event.as_str()),
         &json!({ "webhook_id": made.webhook_id.as_str(), "url": made.url, "events": kinds.names() }),
     )
     .await;
@@ -150,7 +137,7 @@ pub(crate) async fn list(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     path: HookPath,
-    _: Organizer,
+    who: Organizer,
 ) -> Result<Response, Problem> {
     state
         .store
@@ -158,8 +145,9 @@ pub(crate) async fn delete(
         .await?;
     audit(
         &state,
+        &who,
         "delete_webhook",
-        &path.event,
+        Some(path.event.as_str()),
         &json!({ "webhook_id": path.webhook.as_str() }),
     )
     .await;

@@ -43,6 +43,16 @@ pub const API_MD: &[(&str, &str)] = &[
     ("post", "/api/admin/events/{event}/webhooks/{webhook}/test"),
     // The look of an event's pages (branding, embedding sites)
     ("patch", "/api/admin/events/{event}"),
+    // Added for the organizer's night: the event list, team keys, exports
+    ("get", "/api/admin/events"),
+    ("post", "/api/admin/keys"),
+    ("get", "/api/admin/keys"),
+    ("delete", "/api/admin/keys/{key}"),
+    ("get", "/api/admin/events/{event}/exports/orders.csv"),
+    ("get", "/api/admin/events/{event}/exports/sales.csv"),
+    ("get", "/api/admin/events/{event}/exports/holds.csv"),
+    ("get", "/api/admin/events/{event}/exports/admissions.csv"),
+    ("get", "/api/admin/events/{event}/exports/audit.csv"),
     // Operations
     ("get", "/healthz"),
     ("get", "/readyz"),

@@ -10,6 +10,7 @@
 //! - `contract.rs`: API.md's routes, which the OpenAPI document and the router must cover
 //! - `rows.rs`: what the database holds, for "nothing changed" and stats checks
 //! - `nginx.rs`: the shipped nginx configuration in front of a gateway
+//! - `team.rs`: team keys of each role, and "nothing changed" snapshots of organizer state
 //!
 //! Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
@@ -20,6 +21,7 @@ pub mod http;
 pub mod nginx;
 pub mod rows;
 pub mod socket;
+pub mod team;
 pub mod tokens;
 
 use std::net::SocketAddr;
