@@ -13,25 +13,6 @@ use serde_json::{Value, json};
 use support::http::DEADLINE;
 use support::{Backends, Gateway, spawn_app};
 
-async fn snapshot_until(gateway: &Gateway, event: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let started = tokio::time::Instant::now();
-    loop {
-        let snap = gateway
-            .get(&format!("/api/events/{event}/queue/snapshot"))
-            .await
-            .expect(200)
-            .body;
-        if done(&snap) {
-            return snap;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "snapshot never got there: {snap}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn maintenance_story(backends: Backends) {
     let app = spawn_app(backends).await;
     let peer = match backends {
@@ -53,7 +34,7 @@ async fn maintenance_story(backends: Backends) {
     .await
     .expect(200);
     for gateway in &gateways {
-        let snap = snapshot_until(gateway, &event, |s| s["mode"] == "maintenance").await;
+        let snap = gateway.snapshot_until(&event, |s| s["mode"] == "maintenance").await;
         assert_eq!(snap["state"], "paused", "offers pause: {snap}");
         assert_eq!(snap["message"]["text"], text);
         let refused = gateway.join_queue_raw(&event).await;
@@ -77,7 +58,7 @@ async fn maintenance_story(backends: Backends) {
         .await
         .expect(200);
     for gateway in &gateways {
-        snapshot_until(gateway, &event, |s| s["mode"] == "normal").await;
+        gateway.snapshot_until(&event, |s| s["mode"] == "normal").await;
     }
     gateways[0].poll_until(&waiting, "offered").await;
     gateways[gateways.len() - 1].join_queue(&event).await;
@@ -124,7 +105,7 @@ async fn pass_through_story(backends: Backends) {
     }
     // A new joiner is offered at once, on either gateway.
     for gateway in &gateways {
-        snapshot_until(gateway, &event, |s| s["mode"] == "pass_through").await;
+        gateway.snapshot_until(&event, |s| s["mode"] == "pass_through").await;
         let late = gateway.join_queue(&event).await;
         gateway.poll_until(&late, "offered").await;
         line.push(late);

@@ -14,26 +14,6 @@ use serde_json::{Value, json};
 use support::http::DEADLINE;
 use support::{Backends, Gateway, TestApp, spawn_app};
 
-/// Reads the public snapshot on `gateway` until `done` says so; returns it.
-async fn snapshot_until(gateway: &Gateway, event: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let started = tokio::time::Instant::now();
-    loop {
-        let snap = gateway
-            .get(&format!("/api/events/{event}/queue/snapshot"))
-            .await
-            .expect(200)
-            .body;
-        if done(&snap) {
-            return snap;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "snapshot never got there: {snap}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn settings(app: &TestApp, event: &str) -> Value {
     app.stats(event).await["admission"].clone()
 }
@@ -79,7 +59,7 @@ async fn a_message_reaches_every_waiting_page_on_both_gateways_and_is_cleared() 
         );
     }
     for gateway in [&*app, &peer] {
-        let snap = snapshot_until(gateway, &event, |s| s["message"]["text"] == text).await;
+        let snap = gateway.snapshot_until(&event, |s| s["message"]["text"] == text).await;
         assert_eq!(snap["message"]["level"], "warning", "{snap}");
         assert_eq!(snap["mode"], "normal", "{snap}");
     }
@@ -103,7 +83,7 @@ async fn a_message_reaches_every_waiting_page_on_both_gateways_and_is_cleared() 
         assert_eq!(heard["message"], Value::Null, "{heard}");
     }
     for gateway in [&*app, &peer] {
-        snapshot_until(gateway, &event, |s| s["message"].is_null()).await;
+        gateway.snapshot_until(&event, |s| s["message"].is_null()).await;
     }
     assert_eq!(settings(&app, &event).await["message"], Value::Null);
 }

@@ -43,24 +43,6 @@ async fn snapshot(app: &Gateway, event: &str, if_none_match: Option<&str>) -> Po
     }
 }
 
-/// Polls the snapshot until `done` holds; returns that body.
-async fn snapshot_until(app: &Gateway, event: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let started = tokio::time::Instant::now();
-    loop {
-        let polled = snapshot(app, event, None).await;
-        assert_eq!(polled.answer.status, 200, "{:?}", polled.answer);
-        if done(&polled.answer.body) {
-            return polled.answer.body;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "snapshot never matched: {:?}",
-            polled.answer.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A FIFO token's place from the snapshot alone, as the page computes it.
 fn place_of(snapshot: &Value, token: &str) -> u64 {
     let c = claims(token);
@@ -81,7 +63,7 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
         buyers.push(app.join_queue(&event).await);
     }
     // Offers have flowed long enough to measure the outflow.
-    snapshot_until(&app, &event, |s| s["outflow_per_min"].is_number()).await;
+    app.snapshot_until(&event, |s| s["outflow_per_min"].is_number()).await;
 
     // A token's place from the snapshot equals its status, when no tick was published between
     // the two reads (the second read answers 304 with the first's ETag).
@@ -145,7 +127,7 @@ async fn a_pause_keeps_the_line_and_an_offer_made_before_it() {
     app.poll_until(&first, "offered").await;
     let second = app.join_queue(&event).await;
     app.tune(&event, json!({"paused": true})).await.expect(200);
-    snapshot_until(&app, &event, |s| s["state"] == "paused").await;
+    app.snapshot_until(&event, |s| s["state"] == "paused").await;
 
     let during = app.join_queue_raw(&event).await.expect(201);
     assert_eq!(during.body["status"], "paused", "{during:?}");
@@ -200,7 +182,7 @@ async fn the_socket_says_range_and_chance_then_sold_out() {
             break;
         }
     }
-    let body = snapshot_until(&app, &event, |s| s["state"] == "sold_out").await;
+    let body = app.snapshot_until(&event, |s| s["state"] == "sold_out").await;
     assert_eq!(body["seats_left"], 0);
     let st = app.queue_status(&waiting).await.expect(200);
     assert_eq!(st.body["status"], "sold_out");

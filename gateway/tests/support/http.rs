@@ -91,6 +91,26 @@ impl Drop for Gateway {
 }
 
 impl Gateway {
+    /// Reads the public queue snapshot of `event` until `done` holds; returns that body.
+    pub async fn snapshot_until(&self, event: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = tokio::time::Instant::now();
+        loop {
+            let snap = self
+                .get(&format!("/api/events/{event}/queue/snapshot"))
+                .await
+                .expect(200)
+                .body;
+            if done(&snap) {
+                return snap;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "snapshot never got there: {snap}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub(crate) fn new(
         base_url: String,
         organizer_key: String,
