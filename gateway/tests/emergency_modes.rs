@@ -6,11 +6,8 @@
 
 mod support;
 
-use std::time::Duration;
+use serde_json::json;
 
-use serde_json::{Value, json};
-
-use support::http::DEADLINE;
 use support::{Backends, Gateway, spawn_app};
 
 async fn maintenance_story(backends: Backends) {
@@ -34,7 +31,9 @@ async fn maintenance_story(backends: Backends) {
     .await
     .expect(200);
     for gateway in &gateways {
-        let snap = gateway.snapshot_until(&event, |s| s["mode"] == "maintenance").await;
+        let snap = gateway
+            .snapshot_until(&event, |s| s["mode"] == "maintenance")
+            .await;
         assert_eq!(snap["state"], "paused", "offers pause: {snap}");
         assert_eq!(snap["message"]["text"], text);
         let refused = gateway.join_queue_raw(&event).await;
@@ -58,7 +57,9 @@ async fn maintenance_story(backends: Backends) {
         .await
         .expect(200);
     for gateway in &gateways {
-        gateway.snapshot_until(&event, |s| s["mode"] == "normal").await;
+        gateway
+            .snapshot_until(&event, |s| s["mode"] == "normal")
+            .await;
     }
     gateways[0].poll_until(&waiting, "offered").await;
     gateways[gateways.len() - 1].join_queue(&event).await;
@@ -105,7 +106,9 @@ async fn pass_through_story(backends: Backends) {
     }
     // A new joiner is offered at once, on either gateway.
     for gateway in &gateways {
-        gateway.snapshot_until(&event, |s| s["mode"] == "pass_through").await;
+        gateway
+            .snapshot_until(&event, |s| s["mode"] == "pass_through")
+            .await;
         let late = gateway.join_queue(&event).await;
         gateway.poll_until(&late, "offered").await;
         line.push(late);

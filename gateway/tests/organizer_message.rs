@@ -7,12 +7,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use support::http::DEADLINE;
-use support::{Backends, Gateway, TestApp, spawn_app};
+use support::{Backends, TestApp, spawn_app};
 
 async fn settings(app: &TestApp, event: &str) -> Value {
     app.stats(event).await["admission"].clone()
@@ -59,7 +56,9 @@ async fn a_message_reaches_every_waiting_page_on_both_gateways_and_is_cleared() 
         );
     }
     for gateway in [&*app, &peer] {
-        let snap = gateway.snapshot_until(&event, |s| s["message"]["text"] == text).await;
+        let snap = gateway
+            .snapshot_until(&event, |s| s["message"]["text"] == text)
+            .await;
         assert_eq!(snap["message"]["level"], "warning", "{snap}");
         assert_eq!(snap["mode"], "normal", "{snap}");
     }
@@ -83,7 +82,9 @@ async fn a_message_reaches_every_waiting_page_on_both_gateways_and_is_cleared() 
         assert_eq!(heard["message"], Value::Null, "{heard}");
     }
     for gateway in [&*app, &peer] {
-        gateway.snapshot_until(&event, |s| s["message"].is_null()).await;
+        gateway
+            .snapshot_until(&event, |s| s["message"].is_null())
+            .await;
     }
     assert_eq!(settings(&app, &event).await["message"], Value::Null);
 }

@@ -6,12 +6,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use support::http::{Answer, DEADLINE};
+use support::http::Answer;
 use support::tokens::claims;
 use support::{Backends, Gateway, TestApp, spawn_app};
 
@@ -63,7 +61,8 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
         buyers.push(app.join_queue(&event).await);
     }
     // Offers have flowed long enough to measure the outflow.
-    app.snapshot_until(&event, |s| s["outflow_per_min"].is_number()).await;
+    app.snapshot_until(&event, |s| s["outflow_per_min"].is_number())
+        .await;
 
     // A token's place from the snapshot equals its status, when no tick was published between
     // the two reads (the second read answers 304 with the first's ETag).
@@ -182,7 +181,9 @@ async fn the_socket_says_range_and_chance_then_sold_out() {
             break;
         }
     }
-    let body = app.snapshot_until(&event, |s| s["state"] == "sold_out").await;
+    let body = app
+        .snapshot_until(&event, |s| s["state"] == "sold_out")
+        .await;
     assert_eq!(body["seats_left"], 0);
     let st = app.queue_status(&waiting).await.expect(200);
     assert_eq!(st.body["status"], "sold_out");
