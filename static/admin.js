@@ -12,6 +12,7 @@ import { call as organizerCall, eventPath, forgetKey, keepKey, key, whenUnauthor
 import { mountEvents, refreshEvents, remember } from './admin-events.js';
 import { mountHooks, refreshDeliveries, showHooksOf } from './admin-hooks.js';
 import { showStuck } from './admin-stuck.js';
+import { adoptControls, mountControls, showControlsOf, viewOnly } from './admin-controls.js';
 
 const STATS_MS = 2000;
 const STUCK_MS = 5000;
@@ -39,6 +40,7 @@ function start() {
   history.replaceState(null, '', event ? `/admin?event=${encodeURIComponent(event)}` : '/admin');
   refreshEvents(event);
   showHooksOf(event || null);
+  showControlsOf(event || null);
   if (!event) return;
   remember(event);
   pollStats();
@@ -165,6 +167,7 @@ function adopt(admission) {
   if (admission.version !== undefined) version = admission.version;
   if (typeof admission.paused === 'boolean') paused = admission.paused;
   if (typeof admission.closed === 'boolean') closed = closed || admission.closed;
+  adoptControls(admission);
   renderState();
 }
 
@@ -235,6 +238,8 @@ async function applyAdmission(patch, done) {
     if (err.code === 'stale_version') {
       $('stale').hidden = false;
       setText('control-status', '');
+    } else if (viewOnly(err)) {
+      setText('control-status', t('admin.viewOnly'));
     } else {
       setText('control-status', messageFor(err.code));
     }
@@ -281,7 +286,7 @@ $('close').addEventListener('click', async () => {
     renderState();
     setText('control-status', t('admin.closedDone'));
   } catch (err) {
-    setText('control-status', messageFor(err.code));
+    setText('control-status', viewOnly(err) ? t('admin.viewOnly') : messageFor(err.code));
   }
 });
 
@@ -297,6 +302,7 @@ renderState();
 whenUnauthorized(signOut);
 mountEvents(openEvent);
 mountHooks();
+mountControls(applyAdmission);
 $('event').value = event;
 if (key()) start();
 else show('key');
