@@ -89,6 +89,8 @@ pub(crate) struct EventHandle {
     pub(crate) control: Mutex<Option<Arc<Control>>>,
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
+    /// The join count this instance last recorded for the timeline (`None`: not yet).
+    pub(crate) last_joins_total: Mutex<Option<u64>>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
     /// Ticked by the meter: the event exists and its queue is not closed (a tick that finds it
     /// closed clears this; the list of open events read each second sets it again).
@@ -181,6 +183,7 @@ impl Admission {
                     control: Mutex::new(None),
                     outflow: Mutex::new(Outflow::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
+                    last_joins_total: Mutex::new(None),
                     recovering: tokio::sync::Mutex::new(()),
                     metered: AtomicBool::new(true),
                 })

@@ -67,6 +67,18 @@ pub struct Checkpoint {
     pub prequeue_through: Option<f64>,
 }
 
+/// What one tick leaves for the organizer's admission log and timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickLog<'a> {
+    /// The places this tick offered (join sequences, as the tokens carry them).
+    pub offered: &'a [u64],
+    /// How long an offer may be claimed.
+    pub offer_s: u32,
+    /// Places ever given in both lanes (the queue's join counters); `None`: unchanged since
+    /// this instance last recorded it.
+    pub joins_total: Option<u64>,
+}
+
 /// Seat counts that decide "sold out" (nothing available and nothing held or paying) and feed
 /// the chance of a seat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -121,4 +133,7 @@ pub trait AdmissionDb: Send + Sync + 'static {
     async fn load_checkpoint(&self, event: &str) -> Result<Option<Checkpoint>, DbError>;
     async fn save_checkpoint(&self, event: &str, checkpoint: &Checkpoint) -> Result<(), DbError>;
     async fn availability(&self, event: &str) -> Result<Availability, DbError>;
+    /// Records a tick's offers (one statement however many; a place recorded already is
+    /// kept as first written) and the join count of the current minute (the greatest kept).
+    async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError>;
 }

@@ -12,6 +12,7 @@
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
 //! - `public`: the public queue snapshot, serialized once per published tick
 //! - `chance`: the chance of a seat for a place in line
+//! - `forecast`: when the seats will run out, from the same model
 //! - `limit`: the join limit per client address
 //! - `modes`: pass-through, maintenance, fail-open and the organizer's message
 //! - `fail_open`: admission from the database alone while the queue backend is down
@@ -30,6 +31,7 @@ mod entry;
 mod error;
 mod fail_open;
 mod fairness;
+mod forecast;
 mod limit;
 mod meter;
 mod modes;
@@ -47,13 +49,14 @@ pub use admission::{Admission, Admitted, JoinGate, Joined, MeterFigures, PlaceKe
 pub use chance::SeatModel;
 pub use clock::{Clock, UnixMs};
 pub use config::AdmissionConfig;
-pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+pub use db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord, TickLog};
 pub use entry::{
     Access, IDENTITY_TOKEN_BYTES, IdentityAlg, IdentityRule, Lane, PRIORITY_BASE, Person,
     SUBJECT_BYTES,
 };
 pub use error::{AdmissionError, InvalidToken, StorageError};
 pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
+pub use forecast::Forecast;
 pub use meter::TickReport;
 pub use modes::{MessageLevel, Mode, QueueMessage};
 pub use pressure::Pressure;

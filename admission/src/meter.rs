@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::admission::{Admission, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
 use crate::chance::SeatCounts;
-use crate::db::{Checkpoint, Control};
+use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
 use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
@@ -111,7 +111,32 @@ impl Admission {
                 fifo_through: out.cursor,
                 prequeue_through: out.pq_through,
             };
-            db.save_checkpoint(event, &cp).await?;
+            // The organizer's log of offers and joins rides on the same beat, written beside
+            // the checkpoint (two connections, so the tick waits for one round trip).
+            let joins = out.seq.saturating_add(out.pseq);
+            let joins_total = {
+                let mut last = lock(&handle.last_joins_total);
+                (*last != Some(joins)).then(|| {
+                    *last = Some(joins);
+                    joins
+                })
+            };
+            let log = TickLog {
+                offered: &out.offered,
+                offer_s: control.offer_s,
+                joins_total,
+            };
+            let written = if log.offered.is_empty() && log.joins_total.is_none() {
+                db.save_checkpoint(event, &cp).await
+            } else {
+                tokio::try_join!(db.save_checkpoint(event, &cp), db.record_tick(event, &log))
+                    .map(|_| ())
+            };
+            if written.is_err() {
+                // Written again by the next checkpoint.
+                *lock(&handle.last_joins_total) = None;
+            }
+            written?;
         }
         let measured = lock(&handle.outflow).record(out.now, out.served);
         // No estimate while nothing flows by design (paused, sold out, closed).

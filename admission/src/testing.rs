@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::clock::Clock;
-use crate::db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+use crate::db::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord, TickLog};
 
 pub use crate::clock::Clock as TestClock;
 
@@ -26,6 +26,9 @@ struct State {
     sessions: HashMap<(String, String), Session>,
     checkpoints: HashMap<String, Checkpoint>,
     availability: HashMap<String, Availability>,
+    /// Places offered per event, in the order the ticks recorded them (first write kept).
+    offers: HashMap<String, (Vec<u64>, std::collections::HashSet<u64>)>,
+    joins_total: HashMap<String, u64>,
 }
 
 pub struct MemoryDb {
@@ -43,6 +46,20 @@ impl MemoryDb {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The places recorded as offered for `event`, in the order they were recorded.
+    pub fn recorded_offers(&self, event: &str) -> Vec<u64> {
+        self.lock()
+            .offers
+            .get(event)
+            .map(|(order, _)| order.clone())
+            .unwrap_or_default()
+    }
+
+    /// The greatest join count recorded for `event`.
+    pub fn recorded_joins(&self, event: &str) -> u64 {
+        self.lock().joins_total.get(event).copied().unwrap_or(0)
     }
 
     /// Creates or replaces an event's control row (bumping nothing: set `version` yourself).
@@ -248,6 +265,21 @@ impl AdmissionDb for MemoryDb {
                 available: 1,
                 ..Availability::default()
             }))
+    }
+
+    async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError> {
+        let mut state = self.lock();
+        let (order, seen) = state.offers.entry(event.to_owned()).or_default();
+        for place in log.offered {
+            if seen.insert(*place) {
+                order.push(*place);
+            }
+        }
+        if let Some(joins) = log.joins_total {
+            let total = state.joins_total.entry(event.to_owned()).or_default();
+            *total = (*total).max(joins);
+        }
+        Ok(())
     }
 }
 

@@ -35,6 +35,9 @@ async fn join_offer_claim(kind: Kind) {
     assert_eq!(offered.len(), 5, "10/s for a second offers all five");
     let seqs: Vec<u64> = joined.iter().map(|j| j.claims.seq).collect();
     assert_eq!(offered, seqs, "offers in queue order");
+    // Each offer reached the organizer's log, by the place its token carries, with the joins.
+    assert_eq!(h.db.recorded_offers(&h.event), seqs);
+    assert_eq!(h.db.recorded_joins(&h.event), 5);
 
     let st = h.adm.status(&joined[0].claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::Offered);
@@ -437,6 +440,9 @@ async fn pre_queue(kind: Kind) {
     assert!(post.iter().all(|j| !j.claims.pre_queue));
     let offered = h.run(50, TICK).await;
     assert_eq!(offered.len(), 1_050);
+    // Pre-queue offers are logged by their join sequence too: a claim names the same place.
+    assert_eq!(h.db.recorded_offers(&h.event), offered);
+    assert_eq!(h.db.recorded_joins(&h.event), 1_050);
 
     let fair = h.adm.fairness(&h.event).await.expect("fairness");
     let seed = fair.seed.expect("seed revealed at opening");

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use admission::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord};
+use admission::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord, TickLog};
 use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
 
 use crate::clock::at;
@@ -212,5 +212,23 @@ impl AdmissionDb for StoreAdmissionDb {
             sold: count(a.sold),
             live_holds: count(a.live_holds),
         })
+    }
+
+    async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError> {
+        let event = event_id(event)?;
+        let offers = self
+            .store
+            .record_offers(&event, log.offered, i64::from(log.offer_s) * 1000);
+        let joins = async {
+            match log.joins_total {
+                Some(total) => {
+                    let total = i64::try_from(total).unwrap_or(i64::MAX);
+                    self.store.record_joins(&event, total).await
+                }
+                None => Ok(()),
+            }
+        };
+        tokio::try_join!(offers, joins).map_err(db_error)?;
+        Ok(())
     }
 }

@@ -23,8 +23,9 @@
 //! - `errors`: library outcomes → problem+json, in one place.
 //! - `routes/`: one file per resource of API.md.
 //! - `seat_cache`, `seat_sections`, `openapi`: the cached seat map, cut by section and by
-//!   change for a stadium; the OpenAPI document (`openapi_hooks`, `openapi_keys`: the schemas
-//!   of the organizer's webhooks and of the team's keys).
+//!   change for a stadium; the OpenAPI document (`openapi_hooks`, `openapi_keys`,
+//!   `openapi_timeline`: the schemas of the organizer's webhooks, the team's keys and the
+//!   timeline).
 //! - `look`: the organizer's branding and embedding sites, judged.
 //! - `socket_feed`: the queue's snapshots for waiting sockets, paced to one a second;
 //!   `socket_limits`: one live socket per ticket, and a cap per client address.
@@ -51,6 +52,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod openapi_hooks;
 pub mod openapi_keys;
+pub mod openapi_timeline;
 pub mod ops_gauges;
 pub mod overload;
 pub mod payment_mode;

@@ -219,6 +219,7 @@ pub fn document() -> Value {
                 "CreateKey": crate::openapi_keys::create_key_schema(),
                 "NewTeamKey": crate::openapi_keys::new_key_schema(),
                 "TeamKeys": crate::openapi_keys::keys_schema(),
+                "Timeline": crate::openapi_timeline::timeline_schema(),
                 "WebhookEvent": {"type": "object", "description": "A Stripe-shaped event, signed over its raw bytes by `Stripe-Signature`."},
             },
         },

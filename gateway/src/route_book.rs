@@ -17,7 +17,8 @@ use crate::openapi;
 use crate::overload::Group;
 use crate::routes::{
     access, admin, codes, event_list, event_look, events, exports, health, holds, keys, ops,
-    orders, organizer_webhooks, pages, payment_challenge, queue, session, waiting_room, webhook,
+    orders, organizer_webhooks, pages, payment_challenge, queue, session, timeline, waiting_room,
+    webhook,
 };
 use crate::state::AppState;
 
@@ -663,6 +664,16 @@ pub fn book() -> Vec<Route> {
             exports::audit,
         )
         .csv(),
+        Route::new(
+            Get,
+            "/api/admin/events/{event}/timeline",
+            VIEWER,
+            Group::Organizer,
+            "Joins, offers, claims, lapses, holds and sales per minute, and when the seats run out",
+            200,
+            timeline::timeline,
+        )
+        .answers("Timeline"),
         // Operations: never shed, so operators see the overload.
         Route::new(
             Get,

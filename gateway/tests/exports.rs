@@ -149,6 +149,18 @@ async fn every_export_after_a_small_sale(backends: Backends) {
     assert_eq!(admissions.len(), 3, "{admissions:?}");
     assert_eq!(column(&admissions, "lane"), ["general", "general"]);
     assert_eq!(column(&admissions, "place"), ["1", "2"]);
+    // Both offers were claimed: none lapsed, each has its offer and its claim.
+    assert_eq!(column(&admissions, "lapsed"), ["false", "false"]);
+    assert!(
+        column(&admissions, "offered_at")
+            .iter()
+            .all(|t| !t.is_empty())
+    );
+    assert!(
+        column(&admissions, "claimed_at")
+            .iter()
+            .all(|t| !t.is_empty())
+    );
     assert_eq!(
         column(&admissions, "session"),
         [buyer.session_id.as_str(), other.session_id.as_str()]

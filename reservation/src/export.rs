@@ -56,9 +56,64 @@ struct Shape {
     /// `$1` the event, `$2` the key to start after, `$3` the page size; the first column is
     /// the page key, the rest are `cols`.
     sql: &'static str,
-    /// The key is the audit log's integer id rather than a text id.
-    numeric_key: bool,
+    key: Key,
 }
+
+/// What a page starts after.
+#[derive(Clone, Copy)]
+enum Key {
+    /// A text id.
+    Text,
+    /// The audit log's integer id.
+    Int,
+    /// A queue place and a session id (`"PLACE SESSION"`, the session empty for an offer
+    /// never claimed): `$2` the place, `$4` the session.
+    Place,
+}
+
+/// The admission log's page. Priority places are numbered from 2^50
+/// (`admission::PRIORITY_BASE`); the log shows a place within its lane.
+const ADMISSIONS: &str =
+    "select cast(x.place as text) || ' ' || x.sid, x.ticket_id, x.shown_place, x.lane,
+         x.offered_at, x.offer_expires_at, x.claimed_at, x.lapsed, x.session_id,
+         x.session_expires_at, x.ended_at, x.end_reason
+     from (
+         select * from (
+             select 0 as place, s.session_id as sid, s.ticket_id,
+                 cast(null as bigint) as shown_place, cast(null as text) as lane,
+                 cast(null as bigint) as offered_at, cast(null as bigint) as offer_expires_at,
+                 MS(s.created_at) as claimed_at, 'false' as lapsed, s.session_id,
+                 MS(s.expires_at) as session_expires_at, MS(s.ended_at) as ended_at,
+                 s.end_reason
+             from admission_sessions s
+             where s.event_id = $1 and s.queue_place is null and $2 = 0 and s.session_id > $4
+             order by s.session_id limit $3) a
+         union all
+         select * from (
+             select coalesce(o.place, s.queue_place) as place,
+                 coalesce(s.session_id, '') as sid, s.ticket_id,
+                 case when coalesce(o.place, s.queue_place) >= 1125899906842624
+                     then coalesce(o.place, s.queue_place) - 1125899906842624
+                     else coalesce(o.place, s.queue_place) end as shown_place,
+                 case when coalesce(o.place, s.queue_place) >= 1125899906842624
+                     then 'priority' else 'general' end as lane,
+                 MS(o.offered_at) as offered_at, MS(o.offer_expires_at) as offer_expires_at,
+                 MS(s.created_at) as claimed_at,
+                 case when s.session_id is null and o.offer_expires_at <= NOW
+                     then 'true' else 'false' end as lapsed,
+                 s.session_id, MS(s.expires_at) as session_expires_at,
+                 MS(s.ended_at) as ended_at, s.end_reason
+             from (select place, offered_at, offer_expires_at from queue_offers
+                   where event_id = $1 and place >= $2 order by place limit $3 + 1) o
+             full join (select session_id, ticket_id, queue_place, created_at, expires_at,
+                           ended_at, end_reason
+                        from admission_sessions where event_id = $1 and queue_place >= $2
+                        order by queue_place, session_id limit $3 + 1) s
+                 on s.queue_place = o.place
+             where coalesce(o.place, s.queue_place) > $2 or coalesce(s.session_id, '') > $4
+             order by 1, 2 limit $3) b
+     ) x
+     order by x.place, x.sid limit $3";
 
 use Col::{Int, Seats, Text, Time};
 
@@ -106,7 +161,7 @@ impl Export {
                           o.total_cents, e.currency, o.status, o.payment_status, o.hold_id
                       from orders o join events e on e.event_id = o.event_id
                       where o.event_id = $1 and o.order_id > $2 order by o.order_id limit $3",
-                numeric_key: false,
+                key: Key::Text,
             },
             Export::Sales => Shape {
                 header: &[
@@ -125,7 +180,7 @@ impl Export {
                       join seats st on st.event_id = s.event_id and st.seat_id = s.seat_id
                       join orders o on o.order_id = s.order_id
                       where s.event_id = $1 and s.seat_id > $2 order by s.seat_id limit $3",
-                numeric_key: false,
+                key: Key::Text,
             },
             Export::Holds => Shape {
                 header: &[
@@ -145,28 +200,32 @@ impl Export {
                           h.last_payment_error
                       from holds h
                       where h.event_id = $1 and h.hold_id > $2 order by h.hold_id limit $3",
-                numeric_key: false,
+                key: Key::Text,
             },
-            // What the database records of admission: the sessions claimed. Offers that lapsed
-            // unclaimed live only in the queue backend, so they are not here.
+            // Every offer the meter recorded, with its session once claimed, and the sessions
+            // that have no recorded offer (claimed before offers were recorded, or admitted
+            // from the database alone while the queue backend was down: no place). One page
+            // reads at most a page of each side from the key on, both in place order, and
+            // joins them; the sessions without a place come first.
             Export::Admissions => Shape {
                 header: &[
                     "ticket",
                     "place",
                     "lane",
+                    "offered_at",
+                    "offer_expires_at",
                     "claimed_at",
+                    "lapsed",
+                    "session",
                     "session_expires_at",
                     "ended_at",
                     "end_reason",
-                    "session",
                 ],
-                cols: &[Text, Int, Text, Time, Time, Time, Text, Text],
-                sql: "select a.session_id, a.ticket_id, a.queue_place, 'general',
-                          MS(a.created_at), MS(a.expires_at), MS(a.ended_at), a.end_reason,
-                          a.session_id
-                      from admission_sessions a
-                      where a.event_id = $1 and a.session_id > $2 order by a.session_id limit $3",
-                numeric_key: false,
+                cols: &[
+                    Text, Int, Text, Time, Time, Time, Text, Text, Time, Time, Text,
+                ],
+                sql: ADMISSIONS,
+                key: Key::Place,
             },
             Export::Audit => Shape {
                 header: &["at", "actor", "key_id", "action", "detail"],
@@ -174,7 +233,7 @@ impl Export {
                 sql: "select cast(a.id as text), MS(a.at), a.actor, a.key_id, a.action, a.detail
                       from audit_log a
                       where a.event_id = $1 and a.id > $2 order by a.id limit $3",
-                numeric_key: true,
+                key: Key::Int,
             },
         }
     }
@@ -220,13 +279,22 @@ impl Store {
     ) -> Result<Vec<ExportRow>, Error> {
         let shape = export.shape();
         let query = sqlx::query(self.sql(shape.sql)).bind(event.as_str());
-        let query = if shape.numeric_key {
-            let after = after.and_then(|k| k.parse::<i64>().ok()).unwrap_or(0);
-            query.bind(after)
-        } else {
-            query.bind(after.unwrap_or("").to_owned())
-        };
-        let rows = query.bind(EXPORT_PAGE).fetch_all(&self.pool).await?;
+        let rows = match shape.key {
+            Key::Int => {
+                let after = after.and_then(|k| k.parse::<i64>().ok()).unwrap_or(0);
+                query.bind(after).bind(EXPORT_PAGE)
+            }
+            Key::Text => query.bind(after.unwrap_or("").to_owned()).bind(EXPORT_PAGE),
+            Key::Place => {
+                let (place, session) = after
+                    .and_then(|k| k.split_once(' '))
+                    .and_then(|(p, s)| Some((p.parse::<i64>().ok()?, s.to_owned())))
+                    .unwrap_or((0, String::new()));
+                query.bind(place).bind(EXPORT_PAGE).bind(session)
+            }
+        }
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(|row| read(row, shape.cols)).collect()
     }
 }

@@ -14,6 +14,8 @@
 //! - `export` — an event's orders, sales, holds, admissions and audit log in pages, for CSV.
 //! - `access` — who may join (open, presale, invitation) and the identity key.
 //! - `codes` — presale and access codes, a use taken by one conditional update.
+//! - `queue_log` — the offers the meter made and the joins per minute: the admission log and
+//!   the organizer's per-minute timeline.
 //! - `admission_state` — live admission controls, session counts, queue checkpoints, settings.
 //! - `availability` — the per-event count of seat availability changes (the map's `since`).
 //! - `hold` — taking seats: named (`hold`) and general admission (`hold_ga`).
@@ -63,6 +65,7 @@ pub mod outbox;
 mod payment;
 mod payment_pg;
 pub mod payments;
+mod queue_log;
 mod reads;
 mod receipt;
 pub mod reconcile;
@@ -91,6 +94,7 @@ pub use ids::{
 pub use look::LookPatch;
 pub use ops_figures::{AttemptCount, LiveEventLimits, PoolFigures, ResolvedAttempt};
 pub use payment::Finalized;
+pub use queue_log::{MinuteCounts, Timeline};
 pub use reads::{Counts, SeatView};
 pub use receipt::ReceiptKeys;
 pub use session::Session;

@@ -17,5 +17,6 @@ pub mod pages;
 pub mod payment_challenge;
 pub mod queue;
 pub mod session;
+pub mod timeline;
 pub mod waiting_room;
 pub mod webhook;
