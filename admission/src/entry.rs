@@ -4,6 +4,7 @@
 //! so judging a join costs no database call; spending a code is the caller's (the database's).
 
 use std::fmt;
+use std::sync::Arc;
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::{Deserialize, Serialize};
@@ -108,15 +109,51 @@ impl IdentityAlg {
     }
 }
 
-/// The organizer's identity key for one event.
-#[derive(Clone, PartialEq, Eq)]
+/// The organizer's identity key for one event, parsed once: a PEM public key costs far more to
+/// parse than a signature costs to check, so a storm of identity joins pays the check only.
+#[derive(Clone)]
 pub struct IdentityRule {
     pub alg: IdentityAlg,
     /// The shared secret or public key PEM: never in `Debug`.
     pub key: String,
     /// Every join must carry an identity token.
     pub required: bool,
+    /// `key` as a verifying key; `None` when it does not parse (every token is then invalid,
+    /// as the organizer API never stores such a key).
+    verifier: Option<Arc<DecodingKey>>,
 }
+
+impl IdentityRule {
+    /// Parses `key` for `alg` now, once for the life of the rule and its clones.
+    pub fn new(alg: IdentityAlg, key: String, required: bool) -> Self {
+        let verifier = alg.key(&key).ok().map(Arc::new);
+        IdentityRule {
+            alg,
+            key,
+            required,
+            verifier,
+        }
+    }
+
+    /// Whether `other` names the same key (its parsed verifier can be kept).
+    pub fn same_key(&self, alg: IdentityAlg, key: &str) -> bool {
+        self.alg == alg && self.key == key
+    }
+
+    /// Whether the key parsed (a rule that parsed nothing refuses every token).
+    pub fn is_usable(&self) -> bool {
+        self.verifier.is_some()
+    }
+}
+
+impl PartialEq for IdentityRule {
+    /// Equal when the settings are: the verifier follows from them.
+    fn eq(&self, other: &Self) -> bool {
+        self.alg == other.alg && self.key == other.key && self.required == other.required
+    }
+}
+
+impl Eq for IdentityRule {}
 
 impl fmt::Debug for IdentityRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -156,12 +193,12 @@ impl IdentityRule {
         if token.is_empty() || token.len() > IDENTITY_TOKEN_BYTES {
             return Err(invalid());
         }
-        let key = self.alg.key(&self.key).map_err(|_| invalid())?;
+        let key = self.verifier.as_deref().ok_or_else(invalid)?;
         let mut validation = Validation::new(self.alg.algorithm());
         validation.validate_exp = false;
         validation.validate_aud = false;
         validation.set_required_spec_claims(&["exp", "sub"]);
-        let data = jsonwebtoken::decode::<IdentityClaims>(token, &key, &validation)
+        let data = jsonwebtoken::decode::<IdentityClaims>(token, key, &validation)
             .map_err(|_| invalid())?;
         let claims = data.claims;
         if claims.exp.saturating_mul(1000) <= now_ms
@@ -183,11 +220,7 @@ mod tests {
     use jsonwebtoken::{EncodingKey, Header};
 
     fn hs(secret: &str) -> IdentityRule {
-        IdentityRule {
-            alg: IdentityAlg::Hs256,
-            key: secret.to_owned(),
-            required: false,
-        }
+        IdentityRule::new(IdentityAlg::Hs256, secret.to_owned(), false)
     }
 
     fn sign(secret: &str, claims: &serde_json::Value) -> String {
@@ -228,6 +261,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_key_is_parsed_once_and_shared_by_every_copy_of_the_rule() {
+        let rule = hs("organizer-secret");
+        let copy = rule.clone();
+        let (Some(a), Some(b)) = (&rule.verifier, &copy.verifier) else {
+            panic!("an HS256 secret always makes a key");
+        };
+        assert!(Arc::ptr_eq(a, b));
+        assert!(rule.same_key(IdentityAlg::Hs256, "organizer-secret"));
+        assert!(!rule.same_key(IdentityAlg::Hs256, "another-secret"));
+        // A PEM that does not parse makes a rule that refuses every token.
+        let broken = IdentityRule::new(IdentityAlg::Es256, "not a pem".into(), true);
+        assert!(!broken.is_usable());
+        let token = sign(
+            "organizer-secret",
+            &serde_json::json!({"sub": "fan-1", "exp": 1_700_000_060}),
+        );
+        assert!(matches!(
+            broken.verify(&token, 1_700_000_000_000),
+            Err(AdmissionError::IdentityInvalid)
+        ));
     }
 
     #[test]

@@ -158,6 +158,7 @@ impl Admission {
             version: control.version,
             state,
             opened: out.now >= ms(control.opens_at),
+            opens_at_ms: ms(control.opens_at),
             served: out.served,
             cursor: out.cursor,
             prequeue_served_through: out.pq_through,

@@ -34,6 +34,8 @@ struct Body<'a> {
     state: EventState,
     /// `opens_at` has passed by the queue's clock: the pre-queue order is drawn.
     opened: bool,
+    /// When the queue opens: a pre-queue page counts down to it.
+    opens_at: String,
     at: String,
     /// The queue epoch: a token of another epoch asks `…/queue/status` once to re-register.
     epoch: &'a str,
@@ -76,14 +78,18 @@ pub(crate) fn retry_after_s(state: EventState) -> u64 {
 
 /// Serializes `snapshot` for every poller.
 pub(crate) fn render(snapshot: &Snapshot) -> Public {
-    let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(snapshot.at_ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_default();
+    let rfc3339 = |ms: i64| {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+            .ok()
+            .and_then(|t| t.format(&Rfc3339).ok())
+            .unwrap_or_default()
+    };
+    let at = rfc3339(snapshot.at_ms);
     let body = Body {
         event: &snapshot.event,
         state: snapshot.state,
         opened: snapshot.opened,
+        opens_at: rfc3339(snapshot.opens_at_ms),
         at,
         epoch: &snapshot.epoch,
         fifo_served_through: snapshot.cursor,

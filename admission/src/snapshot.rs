@@ -31,6 +31,8 @@ pub struct Snapshot {
     pub state: EventState,
     /// `opens_at` has passed by the queue's clock (Redis `TIME` in Redis mode).
     pub opened: bool,
+    /// When the queue opens (the organizer may move it until then).
+    pub opens_at_ms: UnixMs,
     /// Offers ever made (lapsed ones included): the "served so far" of `position`.
     pub served: u64,
     /// Highest post-opening join sequence offered.

@@ -1,15 +1,50 @@
 //! Admission's view of the database, implemented over the reservation store: the gateway is
 //! the only crate that knows both sides.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use async_trait::async_trait;
 
-use admission::{AdmissionDb, Availability, Checkpoint, Control, DbError, SessionRecord, TickLog};
+use admission::{
+    AdmissionDb, Availability, Checkpoint, Control, DbError, IdentityRule, SessionRecord,
+    TickLog,
+};
 use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
 
 use crate::clock::at;
 
 pub struct StoreAdmissionDb {
     pub store: Store,
+    /// Each event's identity rule as last read, so its key is parsed only when it changes.
+    identities: Mutex<HashMap<String, IdentityRule>>,
+}
+
+impl StoreAdmissionDb {
+    pub fn new(store: Store) -> Self {
+        StoreAdmissionDb {
+            store,
+            identities: Mutex::default(),
+        }
+    }
+
+    /// The event's identity rule from the stored row, reusing the parsed key when unchanged.
+    fn identity(&self, event: &EventId, access: &reservation::EventAccess) -> Option<IdentityRule> {
+        let mut known = self
+            .identities
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let rule = crate::entry::identity_rule(access, known.get(event.as_str()));
+        match &rule {
+            Some(rule) => {
+                known.insert(event.as_str().to_owned(), rule.clone());
+            }
+            None => {
+                known.remove(event.as_str());
+            }
+        }
+        rule
+    }
 }
 
 fn db_error(error: impl std::error::Error + Send + Sync + 'static) -> DbError {
@@ -61,7 +96,7 @@ impl AdmissionDb for StoreAdmissionDb {
             max_seats_per_buyer: clamp(c.max_seats_per_hold),
             priority_permille: clamp(c.priority_permille).min(1000),
             access: crate::entry::access_rule(&c.access),
-            identity: crate::entry::identity_rule(&c.access),
+            identity: self.identity(&event, &c.access),
             mode: match c.mode {
                 reservation::AdmissionMode::Normal => admission::Mode::Normal,
                 reservation::AdmissionMode::PassThrough => admission::Mode::PassThrough,

@@ -35,13 +35,20 @@ pub fn access_rule(access: &EventAccess) -> Access {
     }
 }
 
-/// The identity key the stored row names, if any.
-pub fn identity_rule(access: &EventAccess) -> Option<IdentityRule> {
+/// The identity key the stored row names, if any. `known` is the rule read last time: while
+/// the stored key is the same, its parsed verifier is kept (the meter reads the row on every
+/// tick; the PEM is parsed only when the organizer changes it).
+pub fn identity_rule(access: &EventAccess, known: Option<&IdentityRule>) -> Option<IdentityRule> {
     let alg = IdentityAlg::parse(access.identity_alg.as_deref()?)?;
-    Some(IdentityRule {
-        alg,
-        key: access.identity_key.as_ref()?.0.clone(),
-        required: access.identity_required,
+    let key = &access.identity_key.as_ref()?.0;
+    let required = access.identity_required;
+    Some(match known {
+        Some(rule) if rule.same_key(alg, key) => {
+            let mut rule = rule.clone();
+            rule.required = required;
+            rule
+        }
+        _ => IdentityRule::new(alg, key.clone(), required),
     })
 }
 

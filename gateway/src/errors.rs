@@ -141,6 +141,12 @@ impl From<reservation::Error> for Problem {
             .with("max", json!(max)),
             E::Inconsistent(rule) => Problem::bad_request(rule),
             E::NothingToChange => Problem::bad_request("the change names no setting"),
+            E::EventOpened => Problem::new(
+                CONFLICT,
+                "event_opened",
+                "the queue has opened: the event's timings no longer change",
+            ),
+            E::FieldRule { field, rule } => Problem::bad_request(rule).with("field", json!(field)),
             E::StaleVersion { current } => Problem::new(
                 CONFLICT,
                 "stale_version",

@@ -29,8 +29,10 @@ pub(crate) struct Look {
     pub frame_ancestors: Option<String>,
 }
 
-pub(crate) fn judge(request: EventLook) -> Result<Look, Problem> {
-    let branding = match request.branding {
+/// The look's part of a change; both `None` when it names neither (the change may name only
+/// the event's name or timings).
+pub(crate) fn judge(request: &mut EventLook) -> Result<Look, Problem> {
+    let branding = match request.branding.take() {
         None => None,
         Some(b) if is_empty(&b) => Some(None),
         Some(b) => {
@@ -40,7 +42,7 @@ pub(crate) fn judge(request: EventLook) -> Result<Look, Problem> {
             ))
         }
     };
-    let frame_ancestors = match request.frame_ancestors {
+    let frame_ancestors = match request.frame_ancestors.take() {
         None => None,
         Some(list) => {
             if list.len() > FRAME_ANCESTORS {
@@ -56,11 +58,6 @@ pub(crate) fn judge(request: EventLook) -> Result<Look, Problem> {
             Some(serde_json::to_string(&list).map_err(|_| Problem::internal())?)
         }
     };
-    if branding.is_none() && frame_ancestors.is_none() {
-        return Err(Problem::bad_request(
-            "the change names neither branding nor frame_ancestors",
-        ));
-    }
     Ok(Look {
         branding,
         frame_ancestors,

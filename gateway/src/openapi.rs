@@ -214,6 +214,7 @@ pub fn document() -> Value {
                 "Access": access_schema(),
                 "AccessSettings": access_settings_schema(),
                 "EventLook": event_look_schema(),
+                "EventSettings": event_settings_schema(),
                 "Branding": branding_schema(),
                 "EventList": event_list_schema(),
                 "CreateKey": crate::openapi_keys::create_key_schema(),
@@ -425,12 +426,50 @@ fn access_settings_schema() -> Value {
 }
 
 /// The look of an event's pages; at least one of the two is named.
+/// The look, the name and the timings of an event. The timings change only before the queue
+/// opens (409 `event_opened` after); `opens_at` must be in the future, `hold_ttl_s` at most
+/// `max_hold_s`, and `max_hold_s + abandon_s` at most the admission `session_s`: rules across
+/// fields, the stored event and the clock that JSON Schema cannot state.
 fn event_look_schema() -> Value {
-    json!({"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+    let timing = "only before the queue opens (409 `event_opened` after)";
+    json!({"type": "object", "additionalProperties": false, "minProperties": 1,
+    "description": "Every field is optional; the change applies whole or not at all.",
+    "properties": {
         "branding": {"$ref": "#/components/schemas/Branding"},
         "frame_ancestors": {"type": "array", "maxItems": look::FRAME_ANCESTORS,
             "description": "Origins allowed to frame `/events/{event}` (its Content-Security-Policy `frame-ancestors`); `[]` stops all framing.",
             "items": {"type": "string", "maxLength": look::ORIGIN_BYTES, "pattern": look::ORIGIN_PATTERN}},
+        "name": {"type": "string", "minLength": 1, "maxLength": NAME_CHARS, "pattern": NOT_ALL_BLANK,
+            "description": "may change at any time"},
+        "opens_at": {"type": "string", "format": "date-time",
+            "description": format!("in the future; {timing}")},
+        "hold_ttl_s": {"type": "integer", "minimum": 1, "maximum": l::HOLD_S,
+            "description": format!("at most max_hold_s; {timing}")},
+        "max_hold_s": {"type": "integer", "minimum": 1, "maximum": l::HOLD_S,
+            "description": format!("max_hold_s + abandon_s at most the admission session_s; {timing}")},
+        "max_seats_per_hold": {"type": "integer", "minimum": 1, "maximum": l::SEATS_PER_HOLD,
+            "description": timing},
+        "resolve_s": {"type": "integer", "minimum": 1, "maximum": l::RESOLVE_S,
+            "description": timing},
+        "abandon_s": {"type": "integer", "minimum": 1, "maximum": l::ABANDON_S,
+            "description": format!("max_hold_s + abandon_s at most the admission session_s; {timing}")},
+    }})
+}
+
+/// `PATCH /api/admin/events/{event}`'s answer: the event as the organizer set it.
+fn event_settings_schema() -> Value {
+    let positive = json!({"type": "integer", "minimum": 1});
+    json!({"type": "object",
+    "required": ["event", "name", "opens_at", "hold_ttl_s", "max_hold_s", "max_seats_per_hold",
+                 "resolve_s", "abandon_s", "branding", "frame_ancestors"],
+    "properties": {
+        "event": {"type": "string"},
+        "name": {"type": "string"},
+        "opens_at": {"type": "string", "format": "date-time"},
+        "hold_ttl_s": positive, "max_hold_s": positive, "max_seats_per_hold": positive,
+        "resolve_s": positive, "abandon_s": positive,
+        "branding": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Branding"}]},
+        "frame_ancestors": {"type": "array", "items": {"type": "string"}},
     }})
 }
 

@@ -273,7 +273,8 @@ pub struct TokenQuery {
 }
 
 /// `PATCH /api/admin/events/{event}`: the look of the event's pages. `branding: {}` removes
-/// the branding; `frame_ancestors: []` stops all framing.
+/// the branding; `frame_ancestors: []` stops all framing. Also the event's name (any time) and
+/// its timings, as creation takes them (only before the queue opens).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventLook {
@@ -281,6 +282,20 @@ pub struct EventLook {
     pub branding: Option<Branding>,
     #[serde(default, deserialize_with = "present")]
     pub frame_ancestors: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub opens_at: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub hold_ttl_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_hold_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_seats_per_hold: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub resolve_s: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    pub abandon_s: Option<i64>,
 }
 
 /// The organizer's branding: texts are shown as text, colours as CSS custom properties.

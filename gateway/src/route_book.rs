@@ -429,11 +429,12 @@ pub fn book() -> Vec<Route> {
             "/api/admin/events/{event}",
             ADMIN,
             Group::Organizer,
-            "Brand the event's pages and name the sites that may frame them",
+            "Brand the event's pages, name the sites that may frame them, rename the event and, before it opens, move its opening and timings",
             200,
             event_look::patch,
         )
-        .body("EventLook"),
+        .body("EventLook")
+        .answers("EventSettings"),
         Route::new(
             Get,
             "/api/admin/events/{event}/stats",

@@ -58,9 +58,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         .redis_url
         .clone()
         .unwrap_or_else(|| "memory".to_owned());
-    let db = Arc::new(StoreAdmissionDb {
-        store: store.clone(),
-    });
+    let db = Arc::new(StoreAdmissionDb::new(store.clone()));
     let admission = Admission::connect(&queue_url, db, admission_config).await?;
     let provider = Provider::from_config(&PaymentConfig {
         url: config.payment_url.clone(),

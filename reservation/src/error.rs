@@ -32,6 +32,15 @@ pub enum Error {
     /// Settings that are each in range but break a rule between them.
     #[error("{0}")]
     Inconsistent(&'static str),
+    /// A change of an event's timings after its queue opened: nothing changed.
+    #[error("the event's queue has opened: its timings no longer change")]
+    EventOpened,
+    /// A value that breaks a rule with the event as stored, named by its field.
+    #[error("{rule}")]
+    FieldRule {
+        field: &'static str,
+        rule: &'static str,
+    },
     /// A change that names nothing to change.
     #[error("the change names no setting")]
     NothingToChange,

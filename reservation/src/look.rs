@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::ids::EventId;
-use crate::store::Store;
+use crate::store::{Store, Tx};
 
 /// A change of look: each field `None` is left as it is.
 #[derive(Debug, Clone, Default)]
@@ -14,13 +14,31 @@ pub struct LookPatch {
     pub frame_ancestors: Option<String>,
 }
 
+impl LookPatch {
+    pub fn is_empty(&self) -> bool {
+        self.branding.is_none() && self.frame_ancestors.is_none()
+    }
+}
+
 impl Store {
     /// Applies the change in one statement; `EventNotFound` for an unknown event.
     #[tracing::instrument(skip_all, err, fields(event = %event))]
     pub async fn set_look(&self, event: &EventId, patch: &LookPatch) -> Result<(), Error> {
-        if patch.branding.is_none() && patch.frame_ancestors.is_none() {
+        if patch.is_empty() {
             return Err(Error::NothingToChange);
         }
+        self.edit_event(event, patch, &crate::TimingsPatch::default())
+            .await
+    }
+
+    /// The same change inside a caller's transaction (with a change of timings: all or
+    /// nothing).
+    pub(crate) async fn write_look(
+        &self,
+        tx: &mut Tx,
+        event: &EventId,
+        patch: &LookPatch,
+    ) -> Result<(), Error> {
         let changed = sqlx::query(
             "update events set \
              branding = case when $2 = 1 then $3 else branding end, \
@@ -31,7 +49,7 @@ impl Store {
         .bind(i32::from(patch.branding.is_some()))
         .bind(patch.branding.clone().flatten())
         .bind(patch.frame_ancestors.clone())
-        .execute(&self.pool)
+        .execute(&mut **tx)
         .await?;
         if changed.rows_affected() == 0 {
             return Err(Error::EventNotFound);

@@ -30,7 +30,7 @@ pub(crate) const ROW_CHARS: usize = 64;
 /// Seats one listed upload may carry (a larger block is `generate`d).
 pub(crate) const SEATS_PER_LIST: usize = 10_000;
 
-fn is_name(name: &str) -> bool {
+pub(crate) fn is_name(name: &str) -> bool {
     name.chars().count() <= NAME_CHARS && name.chars().any(|c| !c.is_whitespace())
 }
 
@@ -298,7 +298,7 @@ fn priority_permille(share: Option<f64>) -> Result<Option<i64>, Problem> {
 
 /// This instance ticks at once so the answer reflects the change; the others read the new
 /// version on their next tick (every 100 ms).
-async fn obey_now(state: &AppState, event: &str) {
+pub(crate) async fn obey_now(state: &AppState, event: &str) {
     if let Err(error) = state.admission.tick(event).await {
         tracing::warn!(%error, "tick after an organizer change failed; the next tick applies it");
     }
