@@ -2,7 +2,8 @@
 //! simulator and against the embedded default: a receiver this test runs (an axum server on
 //! 127.0.0.1:0) checks every `Floodgate-Signature` with the subscription's secret on its own;
 //! a real purchase and a pause reach it; a failing receiver gets the same delivery again until
-//! it answers, or is given up; the test button; and bad input on every route changes nothing.
+//! it answers, or is given up; the test button; a refunded sale and a payment stuck past its
+//! abandon time reach it too; and bad input on every route changes nothing.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -18,6 +19,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use floodgate_tests::sim_control::SimControl;
 use support::buyer::{Held, seat};
 use support::http::{Answer, DEADLINE};
 use support::{Backends, TestApp, spawn_app, spawn_app_with};
@@ -124,6 +126,14 @@ async fn subscribe(
     made.str("webhook_id")
 }
 
+/// The organizer's receiver, subscribed to `kinds` of `event`: answers 500 to the first
+/// `fail_first` requests, then 200. Returns the subscription's id and the receiver's inbox.
+async fn listen(app: &TestApp, event: &str, kinds: &[&str], fail_first: usize) -> (String, Shared) {
+    let (url, inbox) = receiver(fail_first).await;
+    let webhook = subscribe(app, event, &url, kinds, &inbox).await;
+    (webhook, inbox)
+}
+
 /// Waits until the receiver holds a request that `wanted` picks; returns it.
 async fn wait_for(inbox: &Shared, what: &str, wanted: impl Fn(&Received) -> bool) -> Received {
     let started = tokio::time::Instant::now();
@@ -186,13 +196,11 @@ async fn purchase_and_pause(app: TestApp) {
     let event = app
         .create_event(2, json!({"rate_per_min": 600, "max_active": 10}))
         .await;
-    let (url, inbox) = receiver(0).await;
-    let webhook = subscribe(
+    let (webhook, inbox) = listen(
         &app,
         &event,
-        &url,
         &["queue.paused", "queue.resumed", "order.confirmed"],
-        &inbox,
+        0,
     )
     .await;
 
@@ -253,8 +261,7 @@ async fn deliveries_are_retried_after_the_receiver_fails_on_sqlite() {
 async fn retried(backends: Backends) {
     let app = spawn_app_with(backends, |config| config.hook_retry_base_ms = 20).await;
     let event = app.create_event(1, json!({})).await;
-    let (url, inbox) = receiver(3).await;
-    let webhook = subscribe(&app, &event, &url, &["order.confirmed"], &inbox).await;
+    let (webhook, inbox) = listen(&app, &event, &["order.confirmed"], 3).await;
     let path = format!("/api/admin/events/{event}/webhooks/{webhook}/test");
     let queued = app.send(app.admin(Method::POST, &path)).await.expect(202);
     assert_eq!(queued.body["type"], "ping", "{queued:?}");
@@ -289,8 +296,7 @@ async fn a_receiver_that_never_answers_well_is_given_up_and_shown() {
     })
     .await;
     let event = app.create_event(1, json!({})).await;
-    let (url, inbox) = receiver(usize::MAX).await;
-    let webhook = subscribe(&app, &event, &url, &["queue.paused"], &inbox).await;
+    let (webhook, inbox) = listen(&app, &event, &["queue.paused"], usize::MAX).await;
     app.send(app.admin(
         Method::POST,
         &format!("/api/admin/events/{event}/webhooks/{webhook}/test"),
@@ -312,8 +318,7 @@ async fn a_receiver_that_never_answers_well_is_given_up_and_shown() {
 async fn the_test_button_sends_a_signed_ping_and_a_missing_receiver_is_an_error() {
     let app = spawn_app(Backends::Embedded).await;
     let event = app.create_event(1, json!({})).await;
-    let (url, inbox) = receiver(0).await;
-    let webhook = subscribe(&app, &event, &url, &["event.sold_out"], &inbox).await;
+    let (webhook, inbox) = listen(&app, &event, &["event.sold_out"], 0).await;
     app.send(app.admin(
         Method::POST,
         &format!("/api/admin/events/{event}/webhooks/{webhook}/test"),
@@ -605,15 +610,7 @@ async fn opened_and_sold_out(app: TestApp) {
     let event = app
         .create_event(1, json!({"rate_per_min": 600, "max_active": 10}))
         .await;
-    let (url, inbox) = receiver(0).await;
-    let webhook = subscribe(
-        &app,
-        &event,
-        &url,
-        &["queue.opened", "event.sold_out"],
-        &inbox,
-    )
-    .await;
+    let (webhook, inbox) = listen(&app, &event, &["queue.opened", "event.sold_out"], 0).await;
     let opened = wait_for(&inbox, "queue.opened", kind_is("queue.opened")).await;
     assert!(opened.verified, "{opened:?}");
     assert_eq!(opened.body["id"], json!(format!("queue.opened:{event}")));
@@ -641,4 +638,114 @@ async fn opened_and_sold_out(app: TestApp) {
         [&json!("event.sold_out"), &json!("queue.opened")],
         "{list:?}"
     );
+}
+
+// A sale refunded, and a payment the provider never answers.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refunded_order_reaches_the_receiver_signed_on_postgres() {
+    refunded(spawn_app(Backends::Postgres).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refunded_order_reaches_the_receiver_signed_on_sqlite() {
+    refunded(spawn_app(Backends::Embedded).await).await;
+}
+
+async fn refunded(app: TestApp) {
+    let event = app
+        .create_event(1, json!({"rate_per_min": 600, "max_active": 10}))
+        .await;
+    let (webhook, inbox) = listen(&app, &event, &["order.refunded"], 0).await;
+    let buyer = app.admit(&event).await;
+    let held = Held::from(&app.hold(&buyer, &[seat(1)]).await.expect(201));
+    app.checkout(&buyer, &held.hold_id, "pm_card_visa", "hooks-refund")
+        .await
+        .expect(202);
+    let order = app.wait_confirmed(&buyer, &held.hold_id).await;
+
+    // The service never refunds a sale on its own: an operator does, and the order row turns
+    // refunded. The fact is recorded in that very transaction.
+    let store = &app.store;
+    let refund = |order: String| async move {
+        sqlx::query(store.dialect().sql(
+            "update orders set status = 'refunded', payment_status = 'refunded' \
+             where order_id = $1",
+        ))
+        .bind(order)
+        .execute(store.pool())
+        .await
+        .unwrap()
+        .rows_affected()
+    };
+    assert_eq!(refund(order.clone()).await, 1);
+    let got = wait_for(&inbox, "order.refunded", kind_is("order.refunded")).await;
+    assert!(got.verified, "{got:?}");
+    assert_eq!(got.body["id"], json!(format!("order.refunded:{order}")));
+    assert_eq!(got.body["event"], json!(event));
+    assert_eq!(got.body["data"]["order_id"], json!(order));
+    assert_eq!(got.body["data"]["hold_id"], json!(held.hold_id));
+    assert_eq!(got.body["data"]["seats"], json!([seat(1)]));
+    assert_eq!(got.body["data"]["total_cents"], 2500);
+
+    // Refunded again (an operator's repeat) is no new fact; the sale itself was not asked for.
+    assert_eq!(refund(order.clone()).await, 1);
+    let delivered = wait_delivery(&app, &event, &webhook, "delivered").await;
+    assert_eq!(delivered["type"], "order.refunded", "{delivered}");
+    let list = deliveries(&app, &event, &webhook).await;
+    assert_eq!(
+        list.body["deliveries"].as_array().unwrap().len(),
+        1,
+        "{list:?}"
+    );
+    assert_eq!(inbox.lock().unwrap().got.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_stuck_past_its_abandon_time_reaches_the_receiver_signed_on_postgres() {
+    let app = spawn_app_with(Backends::Postgres, |config| config.payment_overdue_s = 1).await;
+    let event = app
+        .create_event_with(
+            2,
+            json!({"resolve_s": 1, "abandon_s": 2,
+                   "admission": {"rate_per_min": 6000, "max_active": 10, "offer_s": 30}}),
+        )
+        .await;
+    let (webhook, inbox) = listen(&app, &event, &["payment.stuck"], 0).await;
+    let buyer = app.admit(&event).await;
+    let held = Held::from(&app.hold(&buyer, &[seat(1)]).await.expect(201));
+
+    // The provider stops answering before the buyer pays: the payment stays unanswered past
+    // its abandon time and the overdue margin.
+    let sim = SimControl::new(&app.simulator.as_ref().expect("HTTP simulator").base_url);
+    sim.pause().await.expect("pause the simulator");
+    let paying = app
+        .checkout(&buyer, &held.hold_id, "pm_card_visa", "hooks-stuck")
+        .await
+        .expect(202);
+    let payment = paying.str("payment_id");
+
+    let got = wait_for(&inbox, "payment.stuck", kind_is("payment.stuck")).await;
+    assert!(got.verified, "{got:?}");
+    assert_eq!(got.body["id"], json!(format!("payment.stuck:{payment}")));
+    assert_eq!(got.body["event"], json!(event));
+    assert_eq!(got.body["data"]["payment_id"], json!(payment));
+    assert_eq!(got.body["data"]["hold_id"], json!(held.hold_id));
+    assert_eq!(got.body["data"]["amount_cents"], 2500);
+    assert!(
+        ["pending", "ambiguous", "authorized"]
+            .contains(&got.body["data"]["state"].as_str().unwrap()),
+        "{got:?}"
+    );
+    assert!(got.body["data"]["abandon_at"].is_string(), "{got:?}");
+
+    // One delivery of the fact.
+    wait_delivery(&app, &event, &webhook, "delivered").await;
+    let list = deliveries(&app, &event, &webhook).await;
+    assert_eq!(
+        list.body["deliveries"].as_array().unwrap().len(),
+        1,
+        "{list:?}"
+    );
+    sim.resume().await.expect("resume the simulator");
 }
