@@ -408,7 +408,7 @@ export default {
   'error.seats_reload': 'Der Sitzplan hat sich inzwischen stark verändert. Er wird neu geladen.',
   'admin.timings': "Zeiten der Veranstaltung",
   'admin.timingsHint': "Vor der Öffnung der Warteschlange können Sie diese noch ändern. Ein leeres Feld behält seinen Wert.",
-  'admin.timingsOpened': "Die Warteschlange dieser Veranstaltung ist geöffnet: Name und Zeiten lassen sich nicht mehr ändern.",
+  'admin.timingsOpened': "Die Warteschlange dieser Veranstaltung ist geöffnet: Öffnung sowie Reservierungs- und Zahlungszeiten lassen sich nicht mehr ändern (der Name schon).",
   'admin.tmOpens': "Öffnet um (Ihre Zeit)",
   'admin.tmHoldTtl': "Zeit zum Bezahlen einer Reservierung (s)",
   'admin.tmMaxHold': "Längste Dauer einer Reservierung mit Verlängerungen (s)",

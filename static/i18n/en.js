@@ -362,7 +362,7 @@ export default {
   'ga.hold': 'Hold tickets',
   'admin.timings': "Event timings",
   'admin.timingsHint': "Before the queue opens you may still change these. An empty field keeps its value.",
-  'admin.timingsOpened': "The queue of this event has opened: its name and timings can no longer be changed.",
+  'admin.timingsOpened': "The queue of this event has opened: its opening and its hold and payment timings can no longer change (the name still can).",
   'admin.tmOpens': "Opens at (your time)",
   'admin.tmHoldTtl': "Time to pay for a hold (s)",
   'admin.tmMaxHold': "Longest a hold may last, extensions included (s)",

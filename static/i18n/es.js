@@ -408,7 +408,7 @@ export default {
   'error.seats_reload': 'El plano de asientos cambió mucho mientras tanto. Se está cargando de nuevo.',
   'admin.timings': "Horarios del evento",
   'admin.timingsHint': "Antes de que abra la cola aún puede cambiarlos. Un campo vacío conserva su valor.",
-  'admin.timingsOpened': "La cola de este evento ya abrió: su nombre y sus horarios ya no se pueden cambiar.",
+  'admin.timingsOpened': "La cola de este evento ya abrió: su apertura y sus tiempos de reserva y de pago ya no pueden cambiar (el nombre sí).",
   'admin.tmOpens': "Abre a las (su hora)",
   'admin.tmHoldTtl': "Tiempo para pagar una reserva (s)",
   'admin.tmMaxHold': "Duración máxima de una reserva, con prórrogas (s)",

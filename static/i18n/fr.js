@@ -408,7 +408,7 @@ export default {
   'error.seats_reload': 'Le plan de salle a beaucoup changé entre-temps. Il est rechargé.',
   'admin.timings': "Horaires de l'événement",
   'admin.timingsHint': "Avant l'ouverture de la file, vous pouvez encore les modifier. Un champ vide garde sa valeur.",
-  'admin.timingsOpened': "La file de cet événement est ouverte : son nom et ses horaires ne peuvent plus être modifiés.",
+  'admin.timingsOpened': "La file de cet événement est ouverte : son ouverture et ses délais de réservation et de paiement ne peuvent plus changer (le nom, si).",
   'admin.tmOpens': "Ouverture (votre heure)",
   'admin.tmHoldTtl': "Temps pour payer une réservation (s)",
   'admin.tmMaxHold': "Durée maximale d'une réservation, prolongations comprises (s)",
