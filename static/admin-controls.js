@@ -4,6 +4,7 @@
 // made by someone else meanwhile is reported the same way); a view-only key is told so and the
 // page keeps what it showed.
 
+import { request } from './api.js';
 import { t } from './i18n.js';
 import { $, setText } from './view.js';
 import { call, eventPath, fieldError, problemText } from './admin-call.js';
@@ -31,13 +32,40 @@ export function adoptControls(admission) {
   setText('message-current', message?.text ? t('admin.messageNow', { text: message.text, level: t(`admin.level.${message.level}`) }) : t('admin.messageNone'));
 }
 
+const LOOK_FIELDS = ['brand-logo', 'brand-primary', 'brand-background', 'brand-heading', 'brand-text', 'brand-frames'];
+/** Branding fields the organizer has typed in since the event was opened: never overwritten. */
+let typed = new Set();
+
+/** Fills the branding form with what the event's pages show now (the public summary). */
+async function loadLook() {
+  const mine = event;
+  let branding;
+  try {
+    branding = (await request('GET', `/api/events/${encodeURIComponent(mine)}`)).body?.branding;
+  } catch {
+    return;
+  }
+  if (mine !== event || !branding) return;
+  const values = {
+    'brand-logo': branding.logo_url,
+    'brand-primary': branding.colors?.primary,
+    'brand-background': branding.colors?.background,
+    'brand-heading': branding.heading,
+    'brand-text': branding.text,
+  };
+  for (const [id, value] of Object.entries(values)) if (!typed.has(id)) $(id).value = value ?? '';
+}
+
 /** Switches the forms to `next` (or none). */
 export function showControlsOf(next) {
   if (event !== next) {
     for (const id of ['err-message-text', 'err-logo', 'err-primary', 'err-background', 'err-heading', 'err-text', 'err-frames']) fieldError(id, '');
     setText('look-status', '');
+    typed = new Set();
+    for (const id of LOOK_FIELDS) $(id).value = '';
   }
   event = next;
+  if (event) loadLook();
 }
 
 async function setMode(next) {
@@ -78,7 +106,11 @@ function readLook() {
   }
   const frames = value('brand-frames').split(/[\s,]+/).filter(Boolean);
   if (frames.length > 10 || frames.some((o) => o.length > 255 || !ORIGIN.test(o))) errors['err-frames'] = t('admin.err.origins');
-  return { errors, body: { branding, frame_ancestors: frames } };
+  // The sites allowed to embed the page are not readable back: they are sent only when the
+  // organizer wrote something there, so saving a colour never unsets them.
+  const body = { branding };
+  if (typed.has('brand-frames') || frames.length) body.frame_ancestors = frames;
+  return { errors, body };
 }
 
 const FIELD_OF = { logo_url: 'err-logo', colors: 'err-primary', primary: 'err-primary', background: 'err-background', heading: 'err-heading', text: 'err-text', frame_ancestors: 'err-frames' };
@@ -113,4 +145,5 @@ export function mountControls(applyAdmission) {
   $('message-form').addEventListener('submit', setMessage);
   $('message-clear').addEventListener('click', () => apply({ message: null }, t('admin.messageCleared')));
   $('look-form').addEventListener('submit', setLook);
+  for (const id of LOOK_FIELDS) $(id).addEventListener('input', () => typed.add(id));
 }

@@ -2,7 +2,10 @@
 // events and makes new ones (`admin-events.js`), polls the chosen event's stats and stuck
 // payments, draws offers/claims per minute, applies admission controls (with the version the
 // page last read, so two organizers cannot silently undo each other), and runs the event's
-// webhooks (`admin-hooks.js`). Every text goes through i18n.
+// webhooks (`admin-hooks.js`), timings (`admin-timings.js`), access and codes
+// (`admin-codes.js`), exports (`admin-exports.js`), the sale since opening with its sold-out
+// forecast (`admin-timeline.js`) and the team's keys (`admin-keys.js`). Every text goes
+// through i18n.
 
 import { messageFor } from './messages.js';
 import { drawChart } from './chart.js';
@@ -13,6 +16,11 @@ import { mountEvents, refreshEvents, remember } from './admin-events.js';
 import { mountHooks, refreshDeliveries, showHooksOf } from './admin-hooks.js';
 import { showStuck } from './admin-stuck.js';
 import { adoptControls, mountControls, showControlsOf, viewOnly } from './admin-controls.js';
+import { mountKeys, refreshKeys } from './admin-keys.js';
+import { adoptPriority, mountCodes, showCodesOf } from './admin-codes.js';
+import { mountExports, showExportsOf } from './admin-exports.js';
+import { mountTimings, showTimingsOf } from './admin-timings.js';
+import { legend, showTimelineOf, timelineShown } from './admin-timeline.js';
 
 const STATS_MS = 2000;
 const STUCK_MS = 5000;
@@ -41,6 +49,11 @@ function start() {
   refreshEvents(event);
   showHooksOf(event || null);
   showControlsOf(event || null);
+  showCodesOf(event || null);
+  showExportsOf(event || null);
+  showTimingsOf(event || null);
+  showTimelineOf(event || null);
+  refreshKeys();
   if (!event) return;
   remember(event);
   pollStats();
@@ -69,6 +82,7 @@ async function openEvent(next) {
 function stop() {
   timers.forEach(clearInterval);
   timers = [];
+  showTimelineOf(null);
 }
 
 function signOut(message) {
@@ -116,6 +130,9 @@ async function pollStats() {
  * [{minute, offers, claims}]); else the page's own samples of the last 10 minutes.
  */
 function chart(timeline) {
+  // The timeline route's chart (five series since opening) is drawn by admin-timeline.js.
+  if (timelineShown()) return;
+  statsLegend();
   if (Array.isArray(timeline) && timeline.length) {
     const now = performance.now() / 1000;
     const last = Date.parse(timeline[timeline.length - 1].minute) / 1000;
@@ -132,6 +149,17 @@ function chart(timeline) {
     { color: '#2457c5', points: samples.map((s) => ({ t: s.t, v: s.outflow })) },
     { color: '#1d7a4d', points: samples.map((s, i) => ({ t: s.t, v: claimsPerMinute(samples.slice(0, i + 1)) ?? 0 })) },
   ], { windowS: WINDOW_S });
+}
+
+/** The stats chart's legend: offers and claims. */
+function statsLegend() {
+  if ($('chart-legend').children.length === 2) return;
+  legend([
+    { name: 'offers', color: '#2457c5', label: 'admin.offers' },
+    { name: 'claims', color: '#1d7a4d', label: 'admin.claimsLegend' },
+  ]);
+  setText('chart-title', t('admin.chart'));
+  $('chart').setAttribute('aria-label', t('admin.chartLabel'));
 }
 
 const PRESSURE_REASONS = ['hold_p99', 'database', 'outbox_age'];
@@ -168,6 +196,7 @@ function adopt(admission) {
   if (typeof admission.paused === 'boolean') paused = admission.paused;
   if (typeof admission.closed === 'boolean') closed = closed || admission.closed;
   adoptControls(admission);
+  adoptPriority(admission);
   renderState();
 }
 
@@ -218,8 +247,8 @@ function label(name) {
   return text === k ? name.replace(/_/g, ' ') : text;
 }
 
-async function applyAdmission(patch, done) {
-  setText('control-status', t('admin.applying'));
+async function applyAdmission(patch, done, statusId = 'control-status') {
+  setText(statusId, t('admin.applying'));
   $('stale').hidden = true;
   try {
     let changed;
@@ -232,16 +261,16 @@ async function applyAdmission(patch, done) {
       changed = await call('PATCH', '/admission', patch);
     }
     if (changed?.version !== undefined) version = changed.version;
-    setText('control-status', t('admin.applied', { done }));
+    setText(statusId, t('admin.applied', { done }));
     return true;
   } catch (err) {
     if (err.code === 'stale_version') {
       $('stale').hidden = false;
-      setText('control-status', '');
+      setText(statusId, statusId === 'control-status' ? '' : t('admin.stale'));
     } else if (viewOnly(err)) {
-      setText('control-status', t('admin.viewOnly'));
+      setText(statusId, t('admin.viewOnly'));
     } else {
-      setText('control-status', messageFor(err.code));
+      setText(statusId, messageFor(err.code));
     }
     return false;
   }
@@ -303,6 +332,10 @@ whenUnauthorized(signOut);
 mountEvents(openEvent);
 mountHooks();
 mountControls(applyAdmission);
+mountCodes(applyAdmission);
+mountExports();
+mountTimings();
+mountKeys();
 $('event').value = event;
 if (key()) start();
 else show('key');

@@ -1,4 +1,4 @@
-// A small line chart on <canvas>: a few series over the last minutes, no library.
+// A small line chart on <canvas>: a few series over the last minutes (or hours), no library.
 
 export function drawChart(canvas, series, { windowS = 600 } = {}) {
   const dpr = window.devicePixelRatio || 1;
@@ -28,7 +28,9 @@ export function drawChart(canvas, series, { windowS = 600 } = {}) {
     ctx.stroke();
     ctx.fillText(Number.isInteger(v) ? String(v) : v.toFixed(1), 4, y(v) + 4);
   }
-  for (let m = 0; m <= windowS / 60; m += 2) {
+  // About six labels on the time axis, whatever the window (10 minutes or a whole evening).
+  const step = [2, 5, 10, 15, 30, 60, 120, 240].find((m) => windowS / 60 / m <= 6) || 480;
+  for (let m = 0; m <= windowS / 60; m += step) {
     ctx.textAlign = m === 0 ? 'right' : 'center';
     ctx.fillText(m === 0 ? 'now' : `-${m}m`, x(now - m * 60), h - 4);
   }

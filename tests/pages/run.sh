@@ -28,4 +28,10 @@ if [ -z "${FLOODGATE_URL:-}" ]; then
   echo "browser tests against the gateway at $FLOODGATE_URL"
 fi
 
-node --test tests/pages/
+# Names given (`bash run.sh organizer_sale.test.js`) run those files only; none runs the suite.
+files=()
+for name in "$@"; do
+  if [ -e "tests/pages/$name" ]; then files+=("tests/pages/$name"); else files+=("$name"); fi
+done
+[ ${#files[@]} -gt 0 ] || files=(tests/pages/)
+node --test "${files[@]}"
