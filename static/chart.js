@@ -40,6 +40,14 @@ export function drawChart(canvas, series, { windowS = 600 } = {}) {
     if (!pts.length) continue;
     ctx.strokeStyle = s.color;
     ctx.lineWidth = 2;
+    if (pts.length === 1) {
+      // A single reading (the first minute of a sale) is a dot: a line needs two.
+      ctx.fillStyle = s.color;
+      ctx.beginPath();
+      ctx.arc(x(pts[0].t), y(pts[0].v), 3, 0, 2 * Math.PI);
+      ctx.fill();
+      continue;
+    }
     ctx.beginPath();
     pts.forEach((p, i) => (i ? ctx.lineTo(x(p.t), y(p.v)) : ctx.moveTo(x(p.t), y(p.v))));
     ctx.stroke();

@@ -376,8 +376,11 @@ async fn a_large_export_streams_in_flat_memory(backends: Backends) {
         growth * 3 < bytes,
         "memory grew by {growth} bytes while streaming {bytes}: it must not follow the export"
     );
+    // A tenth of the bytes leaves room for the allocator's steps (the earlier tests of this
+    // binary leave arenas behind) while an export that followed its rows would grow by more
+    // than the bytes themselves, as the check below shows.
     assert!(
-        late * 20 < bytes,
+        late * 10 < bytes,
         "memory grew by {late} bytes over the last 80,000 rows: it follows the rows"
     );
 
