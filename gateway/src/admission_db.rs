@@ -7,8 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use admission::{
-    AdmissionDb, Availability, Checkpoint, Control, DbError, IdentityRule, SessionRecord,
-    TickLog,
+    AdmissionDb, Availability, Checkpoint, Control, DbError, IdentityRule, SessionRecord, TickLog,
 };
 use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
 
