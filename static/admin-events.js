@@ -7,6 +7,7 @@ import { messageFor } from './messages.js';
 import { t } from './i18n.js';
 import { $ } from './view.js';
 import { call, eventPath, fieldError, problemText } from './admin-call.js';
+import { parseSeatList, readSeatFile, sendSeatList } from './admin-seat-list.js';
 
 const SEEN_KEY = 'floodgate:organizer-events';
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -96,7 +97,10 @@ export async function refreshEvents(current) {
   box.replaceChildren(...parts);
 }
 
-const FIELDS = ['new-event', 'new-name', 'new-opens', 'new-section', 'new-rows', 'new-per-row', 'new-price'];
+const FIELDS = ['new-event', 'new-name', 'new-opens', 'new-section', 'new-rows', 'new-per-row', 'new-price', 'new-seat-list'];
+
+/** The pasted seat list, when there is one: it replaces the generated rows. */
+const seatList = () => $('new-seat-list').value.trim();
 
 /** Checks the form before anything is sent: each problem is shown under its field. */
 function validate() {
@@ -105,11 +109,16 @@ function validate() {
   if (!ID.test(v('new-event'))) errors['new-event'] = t('admin.err.id');
   if (!v('new-name') || v('new-name').length > 200) errors['new-name'] = t('admin.err.name');
   if (v('new-opens') && Number.isNaN(new Date(v('new-opens')).getTime())) errors['new-opens'] = t('admin.err.time');
-  if (!SECTION.test(v('new-section'))) errors['new-section'] = t('admin.err.section');
-  const whole = (id, min) => /^\d+$/.test(v(id)) && Number(v(id)) >= min;
-  if (!whole('new-rows', 1)) errors['new-rows'] = t('admin.err.whole', { min: 1 });
-  if (!whole('new-per-row', 1)) errors['new-per-row'] = t('admin.err.whole', { min: 1 });
-  if (!whole('new-price', 0)) errors['new-price'] = t('admin.err.whole', { min: 0 });
+  if (seatList()) {
+    const list = parseSeatList(seatList());
+    if (list.error) errors['new-seat-list'] = list.error;
+  } else {
+    if (!SECTION.test(v('new-section'))) errors['new-section'] = t('admin.err.section');
+    const whole = (id, min) => /^\d+$/.test(v(id)) && Number(v(id)) >= min;
+    if (!whole('new-rows', 1)) errors['new-rows'] = t('admin.err.whole', { min: 1 });
+    if (!whole('new-per-row', 1)) errors['new-per-row'] = t('admin.err.whole', { min: 1 });
+    if (!whole('new-price', 0)) errors['new-price'] = t('admin.err.whole', { min: 0 });
+  }
   for (const id of FIELDS) fieldError(`err-${id}`, errors[id] || '');
   const first = FIELDS.find((id) => errors[id]);
   if (first) $(first).focus();
@@ -148,13 +157,20 @@ async function create(e) {
     return;
   }
   remember(event);
-  const generate = { section: v('new-section'), rows: Number(v('new-rows')), per_row: Number(v('new-per-row')), price_cents: Number(v('new-price')) };
+  const post = (body) => call('POST', eventPath(event, '/seats'), body);
+  const list = seatList() ? parseSeatList(seatList()).seats : null;
   try {
-    const added = await call('POST', eventPath(event, '/seats'), { generate });
-    status.textContent = t('admin.created', { event, n: added?.total ?? generate.rows * generate.per_row });
+    let n;
+    if (list) {
+      n = await sendSeatList(post, list);
+    } else {
+      const generate = { section: v('new-section'), rows: Number(v('new-rows')), per_row: Number(v('new-per-row')), price_cents: Number(v('new-price')) };
+      n = (await post({ generate }))?.total ?? generate.rows * generate.per_row;
+    }
+    status.textContent = t('admin.created', { event, n });
   } catch (err) {
     status.textContent = t('admin.createdNoSeats', { event });
-    const field = fieldOf(err, true);
+    const field = list ? 'new-seat-list' : fieldOf(err, true);
     fieldError(`err-${field}`, problemText(err));
   }
   await open(event);
@@ -164,4 +180,5 @@ async function create(e) {
 export function mountEvents(opener) {
   open = opener;
   $('create-form').addEventListener('submit', create);
+  $('new-seat-file').addEventListener('change', () => readSeatFile($('new-seat-file'), $('new-seat-list')));
 }

@@ -318,3 +318,37 @@ test('an organizer creates an event with seats from the form, opens it, and test
     hooks.server.close();
   }
 });
+
+test('an organizer uploads the venue\'s own seat list: a bad line is named and nothing is made, then the file creates every seat', { timeout: 120000 }, async () => {
+  const page = await h.openPage(browser, '/admin');
+  await h.waitForView(page, 'key');
+  await page.fill('#key', process.env.FLOODGATE_ORGANIZER_KEY);
+  await page.click('#key-form button[type="submit"]');
+  await h.waitForView(page, 'dashboard');
+
+  const event = `pages-list-${Date.now().toString(36)}`;
+  let posted = 0;
+  page.on('request', (r) => { if (r.method() === 'POST' && r.url().endsWith('/api/admin/events')) posted += 1; });
+  await page.fill('#new-event', event);
+  await page.fill('#new-name', 'Own seat list');
+  await page.fill('#new-seat-list', 'seat_id,section,row,number,price_cents\nS1-A-1,Stalls,A,1,4500\nS1-A-2,Stalls,A,two,4500');
+  await page.click('#create-form button[type="submit"]');
+  await page.waitForFunction(() => /Line 3/.test(document.getElementById('err-new-seat-list').textContent));
+  assert.equal(posted, 0, 'nothing is sent while a line is wrong');
+  assert.equal((await h.api('GET', `/api/events/${event}`)).status, 404);
+
+  // The venue's file: three seats in two rows, read into the list and sent.
+  await page.setInputFiles('#new-seat-file', {
+    name: 'venue.csv',
+    mimeType: 'text/csv',
+    buffer: Buffer.from('seat_id,section,row,number,price_cents\r\nS1-A-1,Stalls,A,1,4500\r\nS1-A-2,Stalls,A,2,4500\r\nS1-B-1,Stalls,B,1,3900\r\n'),
+  });
+  await page.waitForFunction(() => /S1-B-1/.test(document.getElementById('new-seat-list').value));
+  await page.click('#create-form button[type="submit"]');
+  await page.waitForFunction((id) => document.getElementById('event-title').textContent === id, event);
+  assert.equal(await page.textContent('#err-new-seat-list'), '');
+  const seats = (await h.api('GET', `/api/events/${event}/seats`)).body;
+  const list = (seats.seats || seats).map((s) => [s.seat_id, s.row, s.price_cents]).sort();
+  assert.deepEqual(list, [['S1-A-1', 'A', 4500], ['S1-A-2', 'A', 4500], ['S1-B-1', 'B', 3900]]);
+  assert.deepEqual(page.errors, []);
+});
