@@ -240,10 +240,24 @@ async fn purchase_and_pause(app: TestApp) {
     assert_eq!(all.len(), 3, "{list:?}");
     for delivery in all {
         assert_eq!(delivery["state"], "delivered", "{list:?}");
-        assert_eq!(delivery["attempts"][0]["status"], 200, "{list:?}");
-        assert!(delivery["attempts"][0]["duration_ms"].is_i64(), "{list:?}");
+        // On a loaded machine a first attempt may time out and be retried: every attempt is
+        // listed with its duration, and the last is the receiver's 200.
+        let attempts = delivery["attempts"].as_array().unwrap();
+        assert!(
+            attempts.iter().all(|a| a["duration_ms"].is_i64()),
+            "{list:?}"
+        );
+        assert!(attempts.iter().any(|a| a["status"] == 200), "{list:?}");
     }
-    assert_eq!(inbox.lock().unwrap().got.len(), 3);
+    // A retried attempt may reach the receiver twice; it deduplicates on the fact's id.
+    let ids: std::collections::BTreeSet<String> = inbox
+        .lock()
+        .unwrap()
+        .got
+        .iter()
+        .map(|r| r.body["id"].to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
 }
 
 // A failing receiver: the same delivery again after a backoff, until it answers.

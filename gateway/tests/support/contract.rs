@@ -25,6 +25,7 @@ pub const API_MD: &[(&str, &str)] = &[
     ("post", "/api/admin/events/{event}/seats"),
     ("patch", "/api/admin/events/{event}/admission"),
     ("get", "/api/admin/events/{event}/stats"),
+    ("get", "/api/admin/events/{event}/timeline"),
     ("get", "/api/admin/events/{event}/stuck"),
     ("post", "/api/admin/events/{event}/close"),
     // Added for the organizer's night: codes, and the access rule and identity key they serve
