@@ -9,22 +9,39 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-source scripts/test-services.sh
+# Each part's time, printed as it ends and together at the end, so a slow run says where it went.
+phases=()
+phase_done() { # name started
+  phases+=("$(printf '%5d s  %s' $((SECONDS - $2)) "$1")")
+  echo "== $1: $((SECONDS - $2)) s"
+}
+phase() { # name command...
+  local name=$1 started=$SECONDS
+  shift
+  "$@"
+  phase_done "$name" "$started"
+}
 
-cargo test --workspace --all-features --locked "$@"
+source scripts/test-services.sh
+phase_done "tools and servers" 0
+
+phase "cargo test" cargo test --workspace --all-features --locked "$@"
 
 # The pages, in headless Chromium, against a gateway on the embedded default.
 # Same features as the test build above, so nothing is compiled twice.
-cargo build --workspace --all-features --locked --bin gateway
-FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
+phase "gateway build" cargo build --workspace --all-features --locked --bin gateway
+phase "pages" env FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
 
 # The reduced soak: a whole on-sale through the public API, judged from the rows and the
 # payment ledger; any breach fails the suite.
-bash tests/soak/ci.sh
+phase "soak" bash tests/soak/ci.sh
 
 # schemathesis against the served OpenAPI document, on a gateway of the build above; any
 # failure fails the suite (scripts/schemathesis.toml holds what OpenAPI cannot state).
-FLOODGATE_GATEWAY_CMD=target/debug/gateway bash scripts/schemathesis.sh
+phase "schemathesis" env FLOODGATE_GATEWAY_CMD=target/debug/gateway bash scripts/schemathesis.sh
 
 # The fuzz targets (nightly), each for FUZZ_SECONDS (30 by default) from the committed corpus.
-bash scripts/fuzz.sh
+phase "fuzz" bash scripts/fuzz.sh
+
+printf '== time by part (%d s in all):\n' "$SECONDS"
+printf '   %s\n' "${phases[@]}"

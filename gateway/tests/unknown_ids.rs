@@ -7,121 +7,19 @@
 //! The CPU seconds of the flood and of the idle second after it are printed (run with
 //! `--nocapture`) for the record; they are figures, not assertions.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod support;
+
 use std::time::Duration;
 
 use futures::StreamExt;
 use reqwest::Method;
 use serde_json::json;
 
+use support::process::GatewayProcess;
+
 const FLOOD: usize = 5_000;
 const CONCURRENCY: usize = 32;
 const ORGANIZER_KEY: &str = "org-unknown-ids-0123456789abcdef0123456789";
-
-/// The gateway binary, its log-line counter and its address.
-struct Running {
-    child: Child,
-    lines: Arc<AtomicU64>,
-    base: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
-    /// utime + stime of the process, in seconds (`/proc/PID/stat`, fields 14 and 15).
-    fn cpu_s(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
-            .expect("read the gateway's /proc stat");
-        // The command name may hold spaces; the fields after its closing parenthesis do not.
-        let after = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let ticks: u64 =
-            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-        // The clock tick (`getconf CLK_TCK`) is 100 on Linux.
-        ticks as f64 / 100.0
-    }
-
-    fn lines(&self) -> u64 {
-        self.lines.load(Ordering::SeqCst)
-    }
-}
-
-fn free_port() -> SocketAddr {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    socket.local_addr().expect("bound address")
-}
-
-async fn start_gateway(database_url: &str, redis_url: Option<&str>) -> Running {
-    let addr = free_port();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gateway"));
-    command
-        .env_remove("REDIS_URL")
-        .env_remove("RUST_LOG")
-        .env("FLOODGATE_LISTEN", addr.to_string())
-        .env("DATABASE_URL", database_url)
-        .env("FLOODGATE_ORGANIZER_KEY", ORGANIZER_KEY)
-        .env(
-            "FLOODGATE_TOKEN_SECRET",
-            "tok-unknown-ids-0123456789abcdef0123456789",
-        )
-        .env(
-            "FLOODGATE_WEBHOOK_SECRET",
-            "whsec-unknown-ids-0123456789abcdef012345",
-        )
-        .env("FLOODGATE_PAYMENT", "simulated")
-        // Every request of the flood comes from 127.0.0.1: let the joins reach the event check.
-        .env("FLOODGATE_JOIN_LIMIT_PER_MIN", "0")
-        .env("FLOODGATE_DEMO", "false")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(redis) = redis_url {
-        command.env("REDIS_URL", redis);
-    }
-    let mut child = command.spawn().expect("start the gateway binary");
-    let stderr = child.stderr.take().expect("the gateway's stderr");
-    let lines = Arc::new(AtomicU64::new(0));
-    let counted = lines.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            if line.is_err() {
-                return;
-            }
-            counted.fetch_add(1, Ordering::SeqCst);
-        }
-    });
-    let gateway = Running {
-        child,
-        lines,
-        base: format!("http://{addr}"),
-    };
-    let http = reqwest::Client::new();
-    let started = std::time::Instant::now();
-    loop {
-        let ready = http
-            .get(format!("{}/readyz", gateway.base))
-            .timeout(Duration::from_secs(1))
-            .send()
-            .await;
-        if ready.is_ok_and(|r| r.status().is_success()) {
-            return gateway;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the gateway binary was not ready within 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn create_event(http: &reqwest::Client, base: &str) -> String {
     let event = format!("ev-{}", uuid::Uuid::now_v7().simple());
@@ -218,7 +116,7 @@ async fn metric(http: &reqwest::Client, base: &str, name: &str) -> Option<f64> {
 }
 
 async fn flood_leaves_nothing(database_url: &str, redis_url: Option<&str>, label: &str) {
-    let gateway = start_gateway(database_url, redis_url).await;
+    let gateway = GatewayProcess::start(database_url, redis_url, ORGANIZER_KEY, &[]).await;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .build()

@@ -10,6 +10,7 @@
 //! - `contract.rs`: API.md's routes, which the OpenAPI document and the router must cover
 //! - `rows.rs`: what the database holds, for "nothing changed" and stats checks
 //! - `nginx.rs`: the shipped nginx configuration in front of a gateway
+//! - `process.rs`: the gateway binary as a child process, for figures that must be its own
 //! - `team.rs`: team keys of each role, and "nothing changed" snapshots of organizer state
 //!
 //! Each test file uses a different subset of these helpers.
@@ -19,6 +20,7 @@ pub mod buyer;
 pub mod contract;
 pub mod http;
 pub mod nginx;
+pub mod process;
 pub mod rows;
 pub mod socket;
 pub mod team;
@@ -161,6 +163,16 @@ impl TestApp {
         let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .expect("bind a loopback port for the peer gateway");
         start(&self.setup, listener).await
+    }
+
+    /// The database every gateway of this test uses.
+    pub fn database_url(&self) -> &str {
+        &self.setup.database_url
+    }
+
+    /// The queue backend's URL, when it is Redis.
+    pub fn redis_url(&self) -> Option<&str> {
+        self.setup.redis_url.as_deref()
     }
 }
 
