@@ -1,6 +1,9 @@
-//! The yardstick for joins/s: a bare axum route answering with the bytes of a real join,
-//! hammered closed-loop by the same client for `--baseline-s`, and the gateway's own join
-//! route hammered the same way on a scratch event (so the judged event is untouched).
+//! The yardsticks of the storm's figures, measured after the storm by the same client for
+//! `--baseline-s` each, closed-loop, on a scratch event (so the judged event is untouched):
+//! - joins/s of the gateway's own join route, and of a bare axum route answering with the
+//!   bytes of a real join: what a join costs beyond HTTP itself;
+//! - reads/s of the public queue snapshot through the front the buyers used (the proxy's cache
+//!   when there is one): how fast polling alone can tell a crowd anything.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -20,12 +23,16 @@ use super::trust::Trust;
 pub struct Baseline {
     pub bare_per_s: f64,
     pub gateway_per_s: f64,
+    pub snapshot_reads_per_s: f64,
 }
 
-/// Requests per second of closed-loop joins on `net`'s first gateway, by `concurrency` tasks.
+/// Answers per second with status `ok` of closed-loop `method` requests to `path` on `net`'s
+/// first gateway, by `concurrency` tasks; with the first such answer's body.
 async fn hammer(
     net: Arc<Net>,
+    method: Method,
     path: String,
+    ok_status: u16,
     concurrency: usize,
     for_s: u64,
 ) -> (f64, Option<String>) {
@@ -36,8 +43,9 @@ async fn hammer(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
-        let (net, path, ok, sample, counter) = (
+        let (net, method, path, ok, sample, counter) = (
             net.clone(),
+            method.clone(),
             path.clone(),
             ok.clone(),
             sample.clone(),
@@ -50,7 +58,7 @@ async fn hammer(
                 let forwarded_for = Ipv4Addr::from(0x0B00_0000u32 | (n & 0x00FF_FFFF));
                 let answer = net
                     .send(Call {
-                        method: Method::POST,
+                        method: method.clone(),
                         gateway: 0,
                         path: &path,
                         bearer: None,
@@ -63,7 +71,7 @@ async fn hammer(
                     })
                     .await;
                 if let Ok(a) = answer
-                    && a.status.as_u16() == 201
+                    && a.status.as_u16() == ok_status
                 {
                     ok.fetch_add(1, Ordering::Relaxed);
                     let mut s = sample.lock().unwrap_or_else(|p| p.into_inner());
@@ -99,7 +107,25 @@ pub async fn measure(config: &Config) -> anyhow::Result<Baseline> {
         &trust,
     )?;
     let path = format!("/api/events/{}/queue", scratch.event);
-    let (gateway_per_s, sample) = hammer(net, path.clone(), concurrency, config.baseline_s).await;
+    let (gateway_per_s, sample) = hammer(
+        net.clone(),
+        Method::POST,
+        path.clone(),
+        201,
+        concurrency,
+        config.baseline_s,
+    )
+    .await;
+    let snapshot = format!("/api/events/{}/queue/snapshot", scratch.event);
+    let (snapshot_reads_per_s, _) = hammer(
+        net,
+        Method::GET,
+        snapshot,
+        200,
+        concurrency,
+        config.baseline_s,
+    )
+    .await;
 
     let body = sample.unwrap_or_else(|| "{}".to_owned());
     let app = Router::new().route(
@@ -127,10 +153,12 @@ pub async fn measure(config: &Config) -> anyhow::Result<Baseline> {
         0,
         &trust,
     )?;
-    let (bare_per_s, _) = hammer(net, path, concurrency, config.baseline_s).await;
+    let (bare_per_s, _) =
+        hammer(net, Method::POST, path, 201, concurrency, config.baseline_s).await;
     server.abort();
     Ok(Baseline {
         bare_per_s,
         gateway_per_s,
+        snapshot_reads_per_s,
     })
 }

@@ -50,6 +50,19 @@ pub struct Inputs<'a> {
     /// When the last seat was sold, ms since the run's start.
     pub last_sale_ms: Option<u64>,
     pub cpu: &'a CpuSplit,
+    /// The arrival window, seconds.
+    pub window_s: f64,
+    /// What the machine answers at most, measured after the storm (`--baseline-s`).
+    pub limits: Option<Limits>,
+}
+
+/// The physical limits beside the figures they bound.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The gateway's own join route, closed-loop, with nothing else running.
+    pub joins_per_s: f64,
+    /// The public queue snapshot through the front the buyers used.
+    pub snapshot_reads_per_s: f64,
 }
 
 pub struct Storm {
@@ -92,7 +105,14 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         if token.is_empty() {
             "no join".into()
         } else {
-            format!("{} ms / {} ms", token.value_at_quantile(0.99), token.max())
+            format!(
+                "{} ms / {} ms{}",
+                token.value_at_quantile(0.99),
+                token.max(),
+                i.limits
+                    .map(|l| join_limit(i.arrivals, i.window_s, l.joins_per_s))
+                    .unwrap_or_default()
+            )
         },
         "≤ 2,000 ms / ≤ 5,000 ms",
         (!token.is_empty()).then(|| token.value_at_quantile(0.99) <= 2_000 && token.max() <= 5_000),
@@ -229,7 +249,12 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     figures.push(figure(
         "sold out told to every waiting buyer, p99 after the last seat sold",
         match after_last {
-            Some((ms, n)) => format!("{ms} ms ({n} buyers told)"),
+            Some((ms, n)) => format!(
+                "{ms} ms ({n} buyers told){}",
+                i.limits
+                    .map(|l| polling_limit(n, l.snapshot_reads_per_s))
+                    .unwrap_or_default()
+            ),
             None => "did not sell out while buyers waited".into(),
         },
         "≤ 5,000 ms",
@@ -260,6 +285,25 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         offers_timeline,
         seat_chance_calibration,
     }
+}
+
+/// Beside the token figure: how long joining every arrival takes at the most the join route
+/// answers alone, against the window they arrive in.
+fn join_limit(arrivals: u64, window_s: f64, joins_per_s: f64) -> String {
+    let need_s = arrivals as f64 / joins_per_s.max(1.0);
+    format!(
+        "; limit: the join route alone answers {joins_per_s:.0}/s, so {arrivals} arrivals take \
+         ≥ {need_s:.1} s of joining against their {window_s:.0} s window"
+    )
+}
+
+/// Beside the sold-out figure: how long polling alone takes to tell `told` buyers anything,
+/// at the most the snapshot is read through the front.
+fn polling_limit(told: u64, reads_per_s: f64) -> String {
+    format!(
+        "; limit by polling: {told} buyers ÷ {reads_per_s:.0} snapshot reads/s = {:.1} s",
+        told as f64 / reads_per_s.max(1.0)
+    )
 }
 
 /// The middle of a tenth named "0.3–0.4".

@@ -141,6 +141,11 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         fifo,
         last_sale_ms,
         cpu: &cpu,
+        window_s: config.window_s,
+        limits: baseline.as_ref().map(|b| figures::Limits {
+            joins_per_s: b.gateway_per_s,
+            snapshot_reads_per_s: b.snapshot_reads_per_s,
+        }),
     });
     let mut report = report::build(
         &partial,
@@ -160,6 +165,10 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         report.counts.insert(
             "baseline_gateway_joins_per_s".into(),
             b.gateway_per_s.round() as u64,
+        );
+        report.counts.insert(
+            "baseline_snapshot_reads_per_s".into(),
+            b.snapshot_reads_per_s.round() as u64,
         );
     }
     if let Some(scenario) = report.scenario.as_object_mut() {
