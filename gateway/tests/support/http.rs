@@ -132,29 +132,8 @@ impl Gateway {
 
     /// Polls `/readyz` (no sleeping for a fixed time): the server is up once it answers 200.
     pub(crate) async fn wait_ready(&self) {
-        let started = tokio::time::Instant::now();
-        loop {
-            if let Some(task) = &self.task
-                && task.is_finished()
-            {
-                panic!("the gateway stopped while starting; run with RUST_LOG=info to see why");
-            }
-            let ready = self
-                .http
-                .get(self.url("/readyz"))
-                .timeout(Duration::from_secs(1))
-                .send()
-                .await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                return;
-            }
-            assert!(
-                started.elapsed() < DEADLINE,
-                "the gateway at {} was not ready within {DEADLINE:?}",
-                self.base_url
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let stopped = || self.task.as_ref().is_some_and(|task| task.is_finished());
+        wait_ready_at(&self.http, &self.base_url, DEADLINE, stopped).await;
     }
 
     /// Graceful shutdown (sockets hear `reconnect`); waits for `run` to return.
@@ -195,5 +174,35 @@ impl Gateway {
     pub fn admin(&self, method: Method, path: &str) -> RequestBuilder {
         self.request(method, path)
             .bearer_auth(self.organizer_key.clone())
+    }
+}
+
+/// Polls `base`'s `/readyz` until it answers 200, for at most `within`; `stopped` says the
+/// server died while starting.
+pub async fn wait_ready_at(
+    http: &reqwest::Client,
+    base: &str,
+    within: Duration,
+    stopped: impl Fn() -> bool,
+) {
+    let started = tokio::time::Instant::now();
+    loop {
+        assert!(
+            !stopped(),
+            "the gateway at {base} stopped while starting; run with RUST_LOG=info to see why"
+        );
+        let ready = http
+            .get(format!("{base}/readyz"))
+            .timeout(Duration::from_secs(1))
+            .send()
+            .await;
+        if ready.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        assert!(
+            started.elapsed() < within,
+            "the gateway at {base} was not ready within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::http::wait_ready_at;
+
 /// The gateway binary, its log-line counter and its address; dropping it kills it.
 pub struct GatewayProcess {
     child: Child,
@@ -80,23 +82,20 @@ impl GatewayProcess {
     }
 
     async fn wait_ready(&self) {
-        let http = reqwest::Client::new();
-        let started = std::time::Instant::now();
-        loop {
-            let ready = http
-                .get(format!("{}/readyz", self.base))
-                .timeout(Duration::from_secs(1))
-                .send()
-                .await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                return;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the gateway binary was not ready within 20 s"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let stat = format!("/proc/{}/stat", self.child.id());
+        // Exited and not yet reaped, the child is a zombie: state `Z` after its name.
+        let stopped = || {
+            std::fs::read_to_string(&stat)
+                .map(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true)
+        };
+        // Starting includes the migrations of a fresh database.
+        let within = Duration::from_secs(20);
+        wait_ready_at(&reqwest::Client::new(), &self.base, within, stopped).await;
     }
 
     fn proc_file(&self, name: &str) -> String {
