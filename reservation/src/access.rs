@@ -135,13 +135,7 @@ impl Store {
         .bind(required)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(self.sql(
-            "update admission_controls set version = version + 1, updated_at = NOW \
-             where event_id = $1",
-        ))
-        .bind(event.as_str())
-        .execute(&mut *tx)
-        .await?;
+        self.bump_admission_version(&mut tx, event).await?;
         tx.commit().await?;
         self.event_access(event).await
     }

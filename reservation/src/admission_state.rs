@@ -144,6 +144,23 @@ pub struct QueueCheckpoint {
 }
 
 impl Store {
+    /// Bumps an event's admission settings version inside `tx`, so every instance reads the
+    /// change made beside it on its next tick (the ticks reload the settings when it moves).
+    pub(crate) async fn bump_admission_version(
+        &self,
+        tx: &mut crate::store::Tx,
+        event: &EventId,
+    ) -> Result<(), Error> {
+        sqlx::query(self.sql(
+            "update admission_controls set version = version + 1, updated_at = NOW \
+             where event_id = $1",
+        ))
+        .bind(event.as_str())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
     pub async fn admission_control(
         &self,
         event: &EventId,

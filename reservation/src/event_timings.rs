@@ -95,13 +95,7 @@ impl Store {
         if timings.changes_timings() {
             // The settings row first: a concurrent `session_s` change waits for this one, and
             // the rule below reads the `session_s` that stands.
-            sqlx::query(self.sql(
-                "update admission_controls set version = version + 1, updated_at = NOW \
-                 where event_id = $1",
-            ))
-            .bind(event.as_str())
-            .execute(&mut *tx)
-            .await?;
+            self.bump_admission_version(&mut tx, event).await?;
         }
         if !timings.is_empty() {
             let done = sqlx::query(self.sql(
