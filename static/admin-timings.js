@@ -1,9 +1,8 @@
 // The event's name and timings, changeable until its queue opens: the form is filled from the
-// event as the public summary shows it (name, opening, seats per hold), checked before it is
-// sent, and only what the organizer changed is sent. Once the queue has opened the gateway
+// event as the organizer set it (`GET /api/admin/events/{event}`, every key may read it),
+// checked before it is sent, and only what the organizer changed is sent. Once the queue has opened the gateway
 // refuses (409 `event_opened`) and the card says so plainly.
 
-import { request } from './api.js';
 import { t } from './i18n.js';
 import { $, setText } from './view.js';
 import { call, eventPath, fieldError, problemText } from './admin-call.js';
@@ -29,7 +28,7 @@ function opened(yes) {
   $('timings-opened').hidden = !yes;
 }
 
-/** Fills the form from the event's summary or a change's answer. */
+/** Fills the form from the event as stored or a change's answer. */
 function fill(summary) {
   const values = {
     'tm-name': summary.name ?? '',
@@ -49,8 +48,8 @@ async function load() {
   if (!event) return;
   const mine = event;
   try {
-    const summary = (await request('GET', `/api/events/${encodeURIComponent(mine)}`)).body;
-    if (mine === event && summary) fill(summary);
+    const stored = await call('GET', eventPath(mine));
+    if (mine === event && stored) fill(stored);
   } catch {
     // The stats card already says when the event cannot be read.
   }

@@ -425,6 +425,16 @@ pub fn book() -> Vec<Route> {
         )
         .body("AdmissionSettings"),
         Route::new(
+            Get,
+            "/api/admin/events/{event}",
+            VIEWER,
+            Group::Organizer,
+            "The event as the organizer set it: name, opening, hold and payment timings, look",
+            200,
+            event_look::read,
+        )
+        .answers("EventSettings"),
+        Route::new(
             Patch,
             "/api/admin/events/{event}",
             ADMIN,

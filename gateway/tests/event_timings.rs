@@ -2,7 +2,7 @@
 //! its hold and payment timings (`PATCH /api/admin/events/{event}`): every gateway's public
 //! event and queue snapshot show the change; once the queue has opened a change of timings is
 //! refused `409 event_opened` and nothing changes; bad values are refused 400 and change
-//! nothing; a key below `admin` is refused 403.
+//! nothing; a key below `admin` is refused 403, yet reads the event as it was set.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -135,6 +135,12 @@ async fn moved(app: TestApp) {
         assert_eq!(answer.body[field], timings[field], "{field}: {answer:?}");
     }
     assert_eq!(answer.body["name"], "Final night", "left as it was");
+    // Read back on the other gateway, the event is what the change answered.
+    let read = app
+        .send(app.admin(Method::GET, &format!("/api/admin/events/{event}")))
+        .await
+        .expect(200);
+    assert_eq!(read.body, answer.body, "read back as changed");
     for gateway in [&app.gateway, &peer] {
         event_until(gateway, &event, |e| {
             unix(&e["opens_at"]) == unix(&json!(earlier)) && e["max_seats_per_hold"] == 2
@@ -304,6 +310,12 @@ async fn bad_values(app: TestApp) {
     edit(&app, "no-such-event", &json!({"hold_ttl_s": 60}))
         .await
         .expect_problem(404, "not_found");
+    app.send(app.admin(Method::GET, "/api/admin/events/no-such-event"))
+        .await
+        .expect_problem(404, "not_found");
+    app.send(app.request(Method::GET, &format!("/api/admin/events/{event}")))
+        .await
+        .expect_problem(401, "unauthorized");
     app.send(
         app.request(Method::PATCH, &format!("/api/admin/events/{event}"))
             .json(&json!({"hold_ttl_s": 60})),
@@ -313,7 +325,7 @@ async fn bad_values(app: TestApp) {
     assert_eq!(World::of(&app).await, before, "nothing changed");
 }
 
-// Roles: only an admin key edits an event.
+// Roles: only an admin key edits an event; every key may read it.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn viewer_and_operator_keys_may_not_edit_an_event() {
@@ -339,6 +351,12 @@ async fn viewer_and_operator_keys_may_not_edit_an_event() {
             .await
             .expect_problem(403, "role_forbidden");
         }
+        let read = app
+            .send(app.with_key(&key.key, Method::GET, &format!("/api/admin/events/{event}")))
+            .await
+            .expect(200);
+        assert_eq!(read.body["hold_ttl_s"], 300, "{read:?}");
+        assert_eq!(read.body["event"], json!(event), "{read:?}");
     }
     assert_eq!(World::of(&app).await, before, "nothing changed");
 }

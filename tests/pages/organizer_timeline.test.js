@@ -71,6 +71,11 @@ test('the event\'s name and timings are changed before opening, and refused plai
   await page.waitForFunction(() => document.getElementById('tm-name').value !== '', null, { timeout: 15000 });
   assert.equal(await page.inputValue('#tm-name'), 'Page test: timings');
   assert.equal(await page.isHidden('#timings-opened'), true);
+  // Every field starts from the event as stored.
+  const stored = await h.organizer('GET', `/api/admin/events/${event}`);
+  for (const [id, field] of [['tm-hold-ttl', 'hold_ttl_s'], ['tm-max-hold', 'max_hold_s'], ['tm-max-seats', 'max_seats_per_hold'], ['tm-resolve', 'resolve_s'], ['tm-abandon', 'abandon_s']]) {
+    assert.equal(await page.inputValue(`#${id}`), String(stored[field]), field);
+  }
 
   // Checked before anything is sent.
   await page.fill('#tm-hold-ttl', '0');
@@ -86,14 +91,15 @@ test('the event\'s name and timings are changed before opening, and refused plai
   }, opensAt);
   await page.fill('#tm-name', 'Second show');
   await page.fill('#tm-opens', local);
-  await page.fill('#tm-hold-ttl', '300');
+  await page.fill('#tm-hold-ttl', '240');
   await page.click('#timings-form button[type="submit"]');
   await textOf(page, 'timings-status', /Timings saved/);
   assert.equal(await page.textContent('#err-tm-hold-ttl'), '');
-  assert.equal(await page.inputValue('#tm-hold-ttl'), '300');
+  assert.equal(await page.inputValue('#tm-hold-ttl'), '240');
   const summary = (await h.api('GET', `/api/events/${event}`)).body;
   assert.equal(summary.name, 'Second show');
   assert.ok(Math.abs(Date.parse(summary.opens_at) - opensAt) < 1500, summary.opens_at);
+  assert.equal((await h.organizer('GET', `/api/admin/events/${event}`)).hold_ttl_s, 240);
 
   // A refusal the gateway gives is shown beside its field.
   await page.fill('#tm-max-hold', '1');
@@ -105,10 +111,12 @@ test('the event\'s name and timings are changed before opening, and refused plai
   const open = await h.createEvent('timings-open');
   const opened = await dashboard(open);
   await opened.waitForSelector('#timings-opened:not([hidden])', { timeout: 15000 });
-  await opened.fill('#tm-hold-ttl', '300');
+  await opened.waitForFunction(() => document.getElementById('tm-hold-ttl').value !== '', null, { timeout: 15000 });
+  const kept = await opened.inputValue('#tm-hold-ttl');
+  await opened.fill('#tm-hold-ttl', String(Number(kept) + 60));
   await opened.click('#timings-form button[type="submit"]');
   await textOf(opened, 'timings-status', /has opened/);
-  await opened.fill('#tm-hold-ttl', '');
+  await opened.fill('#tm-hold-ttl', kept);
   await opened.fill('#tm-name', 'Renamed while open');
   await opened.click('#timings-form button[type="submit"]');
   await textOf(opened, 'timings-status', /Timings saved/);

@@ -1,5 +1,5 @@
 //! The look of an event's pages: the organizer sets the branding and the sites allowed to
-//! frame the page (`PATCH /api/admin/events/{event}`); the page of the event
+//! frame the page (`PATCH /api/admin/events/{event}`, read back with `GET`); the page of the event
 //! (`/events/{event}`) is served with a Content-Security-Policy that admits exactly those.
 //! The same change renames the event (any time) and moves its opening and hold and payment
 //! timings (only before its queue opens: `409 event_opened` after).
@@ -22,6 +22,15 @@ use crate::routes::admin::{audit, is_name, obey_now};
 use crate::routes::events::snapshot;
 use crate::routes::pages;
 use crate::state::AppState;
+
+/// The event as the organizer set it, for the dashboard's forms to start from.
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    PathId(event): PathId<EventId>,
+) -> Result<Response, Problem> {
+    let stored = state.store.get_event(&event).await?;
+    Ok(axum::Json(event_json(&stored)).into_response())
+}
 
 pub(crate) async fn patch(
     State(state): State<AppState>,

@@ -43,6 +43,7 @@ pub const API_MD: &[(&str, &str)] = &[
     ),
     ("post", "/api/admin/events/{event}/webhooks/{webhook}/test"),
     // The look of an event's pages (branding, embedding sites)
+    ("get", "/api/admin/events/{event}"),
     ("patch", "/api/admin/events/{event}"),
     // Added for the organizer's night: the event list, team keys, exports
     ("get", "/api/admin/events"),
