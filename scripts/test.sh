@@ -27,14 +27,16 @@ phase_done "tools and servers" 0
 
 phase "cargo test" cargo test --workspace --all-features --locked "$@"
 
-# The pages, in headless Chromium, against a gateway on the embedded default.
-# Same features as the test build above, so nothing is compiled twice.
-phase "gateway build" cargo build --workspace --all-features --locked --bin gateway
+# The pages, in headless Chromium, against a gateway on the embedded default. `cargo test` left
+# the workspace's binaries (gateway, simulator, soak) in target/debug for its own integration
+# tests; the rest of the suite runs those, so nothing is compiled twice. Given arguments, the
+# test build may have left some out: then they are built first.
+[ $# -eq 0 ] || phase "binaries" cargo build --workspace --all-features --locked --bins
 phase "pages" env FLOODGATE_GATEWAY_CMD=target/debug/gateway bash tests/pages/run.sh
 
 # The reduced soak: a whole on-sale through the public API, judged from the rows and the
 # payment ledger; any breach fails the suite.
-phase "soak" bash tests/soak/ci.sh
+phase "soak" env SOAK_PREBUILT=1 bash tests/soak/ci.sh
 
 # schemathesis against the served OpenAPI document, on a gateway of the build above; any
 # failure fails the suite (scripts/schemathesis.toml holds what OpenAPI cannot state).

@@ -13,7 +13,8 @@
 # configuration the runbook ships) in front of the gateways: the soak's buyers and the payment
 # webhooks then go through it, and its CPU is counted with the servers'. SOAK_PERF=OUT.txt samples
 # every process on the machine with `perf` for the soak's length and writes the top consumers
-# (by process and function) there.
+# (by process and function) there. SOAK_PREBUILT=1 runs the debug binaries already in
+# target/debug (the test suite's, which `cargo test` left there) without building.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,6 +25,11 @@ GATEWAYS="${GATEWAYS:-1}"
 if [ "${SOAK_RELEASE:-0}" = 1 ]; then
   cargo build --release --all-features --locked -p gateway -p floodgate-tests --bins
   bin=target/release
+elif [ "${SOAK_PREBUILT:-0}" = 1 ]; then
+  bin=target/debug
+  for b in gateway simulator soak; do
+    [ -x "$bin/$b" ] || { echo "error: SOAK_PREBUILT=1 but $bin/$b is not built" >&2; exit 1; }
+  done
 else
   cargo build --workspace --all-features --locked --bins
   bin=target/debug
