@@ -4,7 +4,6 @@
 // made by someone else meanwhile is reported the same way); a view-only key is told so and the
 // page keeps what it showed.
 
-import { request } from './api.js';
 import { t } from './i18n.js';
 import { $, setText } from './view.js';
 import { call, eventPath, fieldError, problemText } from './admin-call.js';
@@ -36,22 +35,18 @@ const LOOK_FIELDS = ['brand-logo', 'brand-primary', 'brand-background', 'brand-h
 /** Branding fields the organizer has typed in since the event was opened: never overwritten. */
 let typed = new Set();
 
-/** Fills the branding form with what the event's pages show now (the public summary). */
-async function loadLook() {
-  const mine = event;
-  let branding;
-  try {
-    branding = (await request('GET', `/api/events/${encodeURIComponent(mine)}`)).body?.branding;
-  } catch {
-    return;
-  }
-  if (mine !== event || !branding) return;
+/** Fills the branding form from the event as stored (`GET /api/admin/events/{event}`), leaving
+ *  what the organizer has typed since. */
+export function adoptLook(stored) {
+  if (stored.event !== event) return;
+  const branding = stored.branding || {};
   const values = {
     'brand-logo': branding.logo_url,
     'brand-primary': branding.colors?.primary,
     'brand-background': branding.colors?.background,
     'brand-heading': branding.heading,
     'brand-text': branding.text,
+    'brand-frames': (stored.frame_ancestors || []).join('\n'),
   };
   for (const [id, value] of Object.entries(values)) if (!typed.has(id)) $(id).value = value ?? '';
 }
@@ -65,7 +60,6 @@ export function showControlsOf(next) {
     for (const id of LOOK_FIELDS) $(id).value = '';
   }
   event = next;
-  if (event) loadLook();
 }
 
 async function setMode(next) {
@@ -106,8 +100,8 @@ function readLook() {
   }
   const frames = value('brand-frames').split(/[\s,]+/).filter(Boolean);
   if (frames.length > 10 || frames.some((o) => o.length > 255 || !ORIGIN.test(o))) errors['err-frames'] = t('admin.err.origins');
-  // The sites allowed to embed the page are not readable back: they are sent only when the
-  // organizer wrote something there, so saving a colour never unsets them.
+  // The sites are sent when the field holds some or the organizer emptied it, so a form whose
+  // stored event could not be read never unsets them by saving a colour.
   const body = { branding };
   if (typed.has('brand-frames') || frames.length) body.frame_ancestors = frames;
   return { errors, body };

@@ -1,7 +1,7 @@
 // The event's name and timings, changeable until its queue opens: the form is filled from the
-// event as the organizer set it (`GET /api/admin/events/{event}`, every key may read it),
-// checked before it is sent, and only what the organizer changed is sent. Once the queue has opened the gateway
-// refuses (409 `event_opened`) and the card says so plainly.
+// event as the organizer set it (`GET /api/admin/events/{event}`, read once by the dashboard),
+// checked before it is sent, and only what the organizer changed is sent. Once the queue has
+// opened the gateway refuses (409 `event_opened`) and the card says so plainly.
 
 import { t } from './i18n.js';
 import { $, setText } from './view.js';
@@ -28,31 +28,21 @@ function opened(yes) {
   $('timings-opened').hidden = !yes;
 }
 
-/** Fills the form from the event as stored or a change's answer. */
-function fill(summary) {
-  const values = {
-    'tm-name': summary.name ?? '',
-    'tm-opens': summary.opens_at ? localValue(summary.opens_at) : '',
-  };
-  for (const [id, name] of FIELDS.slice(2)) {
-    if (summary[name] !== undefined && summary[name] !== null) values[id] = String(summary[name]);
-  }
+/** Fills the form from the event as stored (a change answers with it too). */
+function fill(stored) {
+  const values = Object.fromEntries(FIELDS.slice(2).map(([id, name]) => [id, String(stored[name] ?? '')]));
+  values['tm-name'] = stored.name ?? '';
+  values['tm-opens'] = stored.opens_at ? localValue(stored.opens_at) : '';
   for (const [id, value] of Object.entries(values)) {
     $(id).value = value;
     shown[id] = value;
   }
-  if (summary.opens_at) opened(Date.parse(summary.opens_at) <= Date.now());
+  if (stored.opens_at) opened(Date.parse(stored.opens_at) <= Date.now());
 }
 
-async function load() {
-  if (!event) return;
-  const mine = event;
-  try {
-    const stored = await call('GET', eventPath(mine));
-    if (mine === event && stored) fill(stored);
-  } catch {
-    // The stats card already says when the event cannot be read.
-  }
+/** The event as stored, read by the dashboard when it switched to it. */
+export function adoptTimings(stored) {
+  if (stored.event === event) fill(stored);
 }
 
 /** The change to send, or the errors per field. */
@@ -104,7 +94,7 @@ async function save(e) {
   setText('timings-status', t('admin.applying'));
   try {
     const answer = await call('PATCH', eventPath(event), body);
-    fill({ ...Object.fromEntries(FIELDS.map(([id, name]) => [name, shown[id]])), ...body, ...(answer || {}) });
+    fill(answer);
     setText('timings-status', t('admin.timingsDone'));
   } catch (err) {
     if (viewOnly(err)) {
@@ -135,7 +125,6 @@ export function showTimingsOf(next) {
     opened(false);
   }
   event = next;
-  load();
 }
 
 export function mountTimings() {

@@ -15,11 +15,11 @@ import { call as organizerCall, eventPath, forgetKey, keepKey, key, whenUnauthor
 import { mountEvents, refreshEvents, remember } from './admin-events.js';
 import { mountHooks, refreshDeliveries, showHooksOf } from './admin-hooks.js';
 import { showStuck } from './admin-stuck.js';
-import { adoptControls, mountControls, showControlsOf, viewOnly } from './admin-controls.js';
+import { adoptControls, adoptLook, mountControls, showControlsOf, viewOnly } from './admin-controls.js';
 import { mountKeys, refreshKeys } from './admin-keys.js';
 import { adoptPriority, mountCodes, showCodesOf } from './admin-codes.js';
 import { mountExports, showExportsOf } from './admin-exports.js';
-import { mountTimings, showTimingsOf } from './admin-timings.js';
+import { adoptTimings, mountTimings, showTimingsOf } from './admin-timings.js';
 import { legend, showTimelineOf, timelineShown } from './admin-timeline.js';
 
 const STATS_MS = 2000;
@@ -56,6 +56,7 @@ function start() {
   refreshKeys();
   if (!event) return;
   remember(event);
+  loadStored();
   pollStats();
   pollStuck();
   timers = [
@@ -64,6 +65,17 @@ function start() {
     setInterval(refreshDeliveries, STATS_MS),
     setInterval(() => refreshEvents(event), STUCK_MS),
   ];
+}
+
+/** The event as the organizer set it, read once for the branding and timings forms. */
+async function loadStored() {
+  try {
+    const stored = await call('GET', '');
+    adoptLook(stored);
+    adoptTimings(stored);
+  } catch {
+    // The stats card already says when the event cannot be read.
+  }
 }
 
 /** Switches the dashboard to another event. */

@@ -2,7 +2,8 @@
 // open a few seconds later, a buyer in another browser waits in line and sees the organizer's
 // message; modes, team keys, access codes, the priority lane and the access rule are changed
 // there and checked against the API; exports download as files; a view-only key changes
-// nothing. Also: the branding form shows the branding stored before the dashboard was opened.
+// nothing. Also: the branding form shows the branding and embedding sites stored before the
+// dashboard was opened.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -251,20 +252,24 @@ test('an organizer runs a sale from the dashboard alone; a view-only key changes
 
 test('the branding form shows the branding stored before the dashboard was opened', { timeout: 60000 }, async () => {
   const event = await h.createEvent('brand-load');
+  const frames = ['https://tickets.example.com', 'https://*.partner.example'];
   await h.organizer('PATCH', `/api/admin/events/${event}`, {
     branding: { heading: 'Summer tour', text: 'Two nights only.', colors: { primary: '#123456', background: '#fafafa' } },
+    frame_ancestors: frames,
   });
   const page = await dashboard(KEY, event);
   await page.waitForFunction(() => document.getElementById('brand-heading').value === 'Summer tour', null, { timeout: 15000 });
   assert.equal(await page.inputValue('#brand-text'), 'Two nights only.');
   assert.equal(await page.inputValue('#brand-primary'), '#123456');
   assert.equal(await page.inputValue('#brand-background'), '#fafafa');
-  // Saving another heading keeps the colours it was shown with.
+  assert.equal(await page.inputValue('#brand-frames'), frames.join('\n'));
+  // Saving another heading keeps the colours and the sites it was shown with.
   await page.fill('#brand-heading', 'Summer tour, third night');
   await page.click('#look-form button[type="submit"]');
   await textOf(page, 'look-status', /saved/);
   const branding = (await h.api('GET', `/api/events/${event}`)).body.branding;
   assert.equal(branding.heading, 'Summer tour, third night');
   assert.deepEqual(branding.colors, { primary: '#123456', background: '#fafafa' });
+  assert.deepEqual((await h.organizer('GET', `/api/admin/events/${event}`)).frame_ancestors, frames);
   assert.deepEqual(page.errors, []);
 });
