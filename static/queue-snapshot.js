@@ -81,11 +81,16 @@ export function seatChance(snap, position) {
   return Math.round(normalCdf(mean / Math.sqrt(Math.max(variance, 1e-9))) * 100) / 100;
 }
 
-/** Seconds until the next snapshot read: the snapshot's own, longer far back (status.rs). */
+/**
+ * Seconds until the next snapshot read: the snapshot's own, longer far back but never past its
+ * `read_within_s`, the spacing at which the whole crowd reads as often as the front can answer
+ * (status.rs).
+ */
 export function nextReadS(snap, position, estimate) {
   const floor = Number(snap?.retry_after_s) || 5;
   if (snap?.state !== 'open' || typeof position !== 'number') return floor;
-  let byPlace = Math.min(2 + Math.floor(position / 100), 120);
+  const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);
+  let byPlace = Math.min(2 + Math.floor(position / 100), within);
   if (estimate) byPlace = Math.min(byPlace, Math.max(Math.floor(estimate[1] / 2), 1));
   return Math.max(floor, byPlace);
 }

@@ -25,6 +25,11 @@ pub struct AdmissionConfig {
     pub checkpoint_every: Duration,
     /// Extra trusted CA certificates (PEM) for `rediss://`, beside the platform's roots.
     pub tls_ca_pem: Option<Vec<u8>>,
+    /// Reads per second of the queue snapshot and status that the front (a CDN, the proxy or
+    /// the gateways themselves) answers waiting buyers. Every waiting page reads again within
+    /// `waiting ÷ this` seconds (`Snapshot::read_within_s`), so what concerns everyone (sold
+    /// out, a pause) reaches the whole crowd in that time, at this many reads a second.
+    pub waiting_reads_per_s: u32,
 }
 
 impl AdmissionConfig {
@@ -39,6 +44,7 @@ impl AdmissionConfig {
             reconnect_grace: Duration::from_secs(10),
             checkpoint_every: Duration::from_secs(1),
             tls_ca_pem: None,
+            waiting_reads_per_s: 10_000,
         }
     }
 }

@@ -153,6 +153,7 @@ impl Admission {
             open_offers: out.open_offers,
             limit: control.max_seats_per_buyer,
         });
+        let waiting = out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead;
         let mut snapshot = Snapshot {
             event: event.to_owned(),
             version: control.version,
@@ -164,7 +165,7 @@ impl Admission {
             prequeue_served_through: out.pq_through,
             ahead_of_fifo: out.ahead,
             join_seq: out.seq,
-            waiting: out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead,
+            waiting,
             open_offers: out.open_offers,
             active,
             lapsed_total: out.lapsed,
@@ -179,6 +180,10 @@ impl Admission {
             seats_held: seats.held_or_paying,
             seats_per_buyer,
             seat_model: Some(seat_model),
+            read_within_s: crate::status::read_within_s(
+                waiting,
+                self.inner.cfg.waiting_reads_per_s,
+            ),
             mode: control.mode,
             message: control.message.clone(),
             public: Default::default(),

@@ -60,6 +60,8 @@ struct Body<'a> {
     /// `chance(p)` for `p` ahead (`chance` module docs).
     seat_model: Option<SeatModel>,
     retry_after_s: u64,
+    /// The longest a waiting page goes between reads (a page near the front reads sooner).
+    read_within_s: u64,
     /// `normal`, `pass_through` or `maintenance` (offers pause: `state` says `paused`).
     mode: Mode,
     /// The organizer's message, shown as plain text: `{text, level}` or `null`.
@@ -108,6 +110,7 @@ pub(crate) fn render(snapshot: &Snapshot) -> Public {
         seats_per_buyer: snapshot.seats_per_buyer,
         seat_model: snapshot.seat_model,
         retry_after_s: retry_after_s(snapshot.state),
+        read_within_s: snapshot.read_within_s,
         mode: snapshot.mode,
         message: snapshot.message.as_ref(),
     };

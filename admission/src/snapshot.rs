@@ -63,6 +63,9 @@ pub struct Snapshot {
     pub seats_per_buyer: f64,
     /// What `seat_chance` is computed from (`chance`); `None` before the first tick.
     pub seat_model: Option<SeatModel>,
+    /// The longest a waiting page goes between reads: the crowd ÷ the reads per second the
+    /// front answers (`status::read_within_s`).
+    pub read_within_s: u64,
     /// The organizer's mode (maintenance shows as `Paused` in `state`: offers pause).
     pub mode: Mode,
     /// The organizer's message to everyone waiting.

@@ -71,20 +71,32 @@ pub(crate) fn wait_estimate(
     Some((point.ceil() as u64, low, high))
 }
 
+/// The longest a waiting page goes between two reads, far back in a small crowd.
+pub(crate) const FAR_BACK_READ_S: u64 = 120;
+
+/// The longest a waiting page may go between reads so that the whole crowd makes about
+/// `reads_per_s` reads a second: news for everyone (sold out, a pause) then reaches the last
+/// of them within this many seconds.
+pub(crate) fn read_within_s(waiting: u64, reads_per_s: u32) -> u64 {
+    waiting
+        .div_ceil(u64::from(reads_per_s.max(1)))
+        .clamp(2, FAR_BACK_READ_S)
+}
+
 /// Poll interval: near the front ask often, far back rarely (polls are answered from cache but
-/// still cost a request each). Never longer than half the shortest expected wait, so a fast
-/// queue does not leave a poller asleep while its offer runs down.
+/// still cost a request each), yet never longer than `within` (`read_within_s`), and never
+/// longer than half the shortest expected wait, so a fast queue does not leave a poller asleep
+/// while its offer runs down.
 pub(crate) fn retry_after_s(
     status: QueueStatus,
     position: Option<u64>,
     estimate: Option<(u64, u64, u64)>,
+    within: u64,
 ) -> u64 {
     match status {
         QueueStatus::Offered => 1,
         QueueStatus::Waiting => {
-            // Far back, every two minutes: 500,000 pollers at 30 s would be 16,000 requests a
-            // second; the bound below brings them closer as their turn nears.
-            let by_place = (2 + position.unwrap_or(0) / 100).min(120);
+            let by_place = (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S));
             match estimate {
                 Some((_, soonest, _)) => by_place.min((soonest / 2).max(1)),
                 None => by_place,
@@ -121,7 +133,12 @@ pub(crate) fn build(
         estimated_wait_range_s: estimate.map(|e| (e.1, e.2)),
         seat_chance,
         offer_expires_in_s,
-        retry_after_s: retry_after_s(status, position, estimate),
+        retry_after_s: retry_after_s(
+            status,
+            position,
+            estimate,
+            snapshot.map_or(FAR_BACK_READ_S, |s| s.read_within_s),
+        ),
     }
 }
 
@@ -135,6 +152,7 @@ mod tests {
             state: EventState::Open,
             outflow_per_min: Some(per_min),
             outflow_spread: Some(spread),
+            read_within_s: FAR_BACK_READ_S,
             ..Snapshot::default()
         }
     }
@@ -148,8 +166,42 @@ mod tests {
         let (_, far_lo, far_hi) = wait_estimate(5_999, Some(600.0), 0.1).expect("known");
         assert!(far_lo > hi && far_hi > far_lo);
         assert!(
-            retry_after_s(QueueStatus::Waiting, Some(5000), None)
-                > retry_after_s(QueueStatus::Waiting, Some(5), None)
+            retry_after_s(QueueStatus::Waiting, Some(5000), None, FAR_BACK_READ_S)
+                > retry_after_s(QueueStatus::Waiting, Some(5), None, FAR_BACK_READ_S)
+        );
+    }
+
+    #[test]
+    fn a_large_crowd_reads_as_often_as_the_front_answers() {
+        // 490,000 waiting at 10,000 reads a second: each reads within 49 s, so far back
+        // buyers learn of a sell-out in 49 s rather than two minutes.
+        assert_eq!(read_within_s(490_000, 10_000), 49);
+        assert_eq!(
+            read_within_s(0, 10_000),
+            2,
+            "never faster than the open queue's pace"
+        );
+        assert_eq!(read_within_s(10_000_000, 10_000), FAR_BACK_READ_S);
+        assert_eq!(
+            read_within_s(5, 0),
+            5,
+            "a zero rate is read as one a second"
+        );
+        let far = retry_after_s(QueueStatus::Waiting, Some(400_000), None, 49);
+        assert_eq!(far, 49);
+        let near = retry_after_s(QueueStatus::Waiting, Some(300), None, 49);
+        assert_eq!(near, 5, "near the front the place decides");
+        // Whatever the crowd, the reads it makes stay near the budget: a share 1/within of
+        // the buyers past the place where the place no longer decides, plus the few before.
+        let crowd = 490_000u64;
+        let within = read_within_s(crowd, 10_000);
+        let reads: f64 = (0..crowd)
+            .step_by(100)
+            .map(|p| 100.0 / retry_after_s(QueueStatus::Waiting, Some(p), None, within) as f64)
+            .sum();
+        assert!(
+            (10_000.0..11_000.0).contains(&reads),
+            "{reads} reads a second"
         );
     }
 

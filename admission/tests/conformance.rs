@@ -598,6 +598,7 @@ async fn public_snapshot(kind: Kind) {
         "seats_left",
         "seats_per_buyer",
         "retry_after_s",
+        "read_within_s",
     ] {
         assert!(body.get(field).is_some(), "{field} missing from {body}");
     }

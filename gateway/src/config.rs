@@ -75,6 +75,13 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_JOIN_LIMIT_PER_MIN", default_value_t = 60)]
     pub join_limit_per_min: u32,
 
+    /// Reads per second of the queue snapshot and status the front answers waiting buyers
+    /// (the proxy or CDN, or the gateways without one): waiting pages space their reads so
+    /// the whole crowd makes about this many.
+    #[arg(long, env = "FLOODGATE_WAITING_READS_PER_S", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub waiting_reads_per_s: u32,
+
     /// CIDRs of proxies whose `X-Forwarded-For` is believed, comma-separated.
     #[arg(long, env = "FLOODGATE_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<IpNet>,
@@ -220,6 +227,7 @@ impl Config {
             tls_cert_file: None,
             tls_key_file: None,
             join_limit_per_min: 60,
+            waiting_reads_per_s: 10_000,
             trusted_proxies: Vec::new(),
             demo: None,
             log: "text".to_owned(),

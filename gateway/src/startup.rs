@@ -53,6 +53,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
     }
     let mut admission_config = AdmissionConfig::new(secrets.keys);
     admission_config.join_limit_per_min = config.join_limit_per_min;
+    admission_config.waiting_reads_per_s = config.waiting_reads_per_s;
     admission_config.tls_ca_pem = roots.as_ref().map(|r| r.pem.clone());
     let queue_url = config
         .redis_url

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use support::http::Answer;
 use support::tokens::claims;
-use support::{Backends, Gateway, TestApp, spawn_app};
+use support::{Backends, Gateway, TestApp, spawn_app, spawn_app_with};
 
 struct Polled {
     answer: Answer,
@@ -94,6 +94,7 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
         "seats_left",
         "seats_per_buyer",
         "retry_after_s",
+        "read_within_s",
     ] {
         assert!(body.get(field).is_some(), "{field} missing from {body}");
     }
@@ -111,6 +112,41 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
     // Unknown events: 404 problem+json, and the snapshot of one costs nothing lasting.
     let unknown = snapshot(&app, "no-such-event", None).await;
     unknown.answer.expect_problem(404, "not_found");
+}
+
+/// A crowd reads as often as the front answers: the snapshot's `read_within_s` is the crowd ÷
+/// `FLOODGATE_WAITING_READS_PER_S`, and a buyer far back is told to read again within it
+/// rather than at the slower pace its place alone would allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn far_back_buyers_read_as_often_as_the_crowd_allows() {
+    let app = spawn_app_with(Backends::Embedded, |config| {
+        config.waiting_reads_per_s = 200;
+        config.join_limit_per_min = 0;
+    })
+    .await;
+    let event = app
+        .create_event(5, json!({"rate_per_min": 1, "max_active": 1000}))
+        .await;
+    let mut last = None;
+    for _ in 0..1_000 {
+        last = Some(app.join_queue(&event).await);
+    }
+    let last = last.unwrap();
+    let body = app
+        .snapshot_until(&event, |s| s["waiting"].as_u64() >= Some(990))
+        .await;
+    let within = body["read_within_s"].as_u64().unwrap();
+    assert_eq!(
+        within,
+        body["waiting"].as_u64().unwrap().div_ceil(200),
+        "{body}"
+    );
+    let status = app.queue_status(&last).await.expect(200).body;
+    assert_eq!(status["status"], "waiting", "{status}");
+    let position = status["position"].as_u64().unwrap();
+    // By its place alone the last buyer would read every 2 + position / 100 seconds (11).
+    assert!(2 + position / 100 > within, "{status} {body}");
+    assert_eq!(status["retry_after_s"].as_u64(), Some(within), "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -61,3 +61,15 @@ test('the waiting page shows place, wait range and chance from the snapshot', { 
   assert.deepEqual(page.errors, []);
   await context.close();
 });
+
+test('far back, the page reads again within the snapshot\'s read_within_s', async () => {
+  // The page's own module, as the browser loads it: far back a small crowd reads every two
+  // minutes, a large one as often as the front answers (the snapshot's read_within_s).
+  const { nextReadS } = await import('../../static/queue-snapshot.js');
+  const open = { state: 'open', retry_after_s: 2 };
+  assert.equal(nextReadS(open, 400000, null), 120);
+  assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, null), 49);
+  assert.equal(nextReadS({ ...open, read_within_s: 49 }, 300, null), 5, 'near the front the place decides');
+  assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, [40, 30, 60]), 15, 'half the soonest wait');
+  assert.equal(nextReadS({ ...open, state: 'paused', retry_after_s: 5, read_within_s: 49 }, 400000, null), 5);
+});
