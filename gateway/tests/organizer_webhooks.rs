@@ -176,6 +176,27 @@ async fn wait_delivery(app: &TestApp, event: &str, webhook: &str, state: &str) -
     }
 }
 
+/// Waits until the subscription has `n` deliveries and none is pending: the receiver may hear
+/// a delivery before its sender has recorded the answer.
+async fn wait_settled(app: &TestApp, event: &str, webhook: &str, n: usize) -> Answer {
+    let started = tokio::time::Instant::now();
+    loop {
+        let answer = deliveries(app, event, webhook).await;
+        let all = answer.body["deliveries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if all.len() >= n && all.iter().all(|d| d["state"] != "pending") {
+            return answer;
+        }
+        assert!(
+            started.elapsed() < DEADLINE * 3,
+            "the deliveries never settled: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn kind_is(kind: &'static str) -> impl Fn(&Received) -> bool {
     move |r| r.body["type"] == kind
 }
@@ -235,7 +256,7 @@ async fn purchase_and_pause(app: TestApp) {
     );
 
     // Each fact once, and each delivery's attempt is on the dashboard's list.
-    let list = deliveries(&app, &event, &webhook).await;
+    let list = wait_settled(&app, &event, &webhook, 3).await;
     let all = list.body["deliveries"].as_array().unwrap();
     assert_eq!(all.len(), 3, "{list:?}");
     for delivery in all {
