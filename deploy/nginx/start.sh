@@ -17,8 +17,13 @@ done
 nginx="${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
 [ -x "$nginx" ] || { echo "error: nginx is not installed (apt-get install nginx, or bash scripts/test-tools.sh)" >&2; exit 1; }
 mkdir -p "$prefix"
-# Run as root, nginx's workers become `nobody`: they must reach the prefix.
+# Run as root, nginx's workers become `nobody`: they must reach the prefix, through every folder
+# above it. A cache they cannot write fails every snapshot read, so this is checked first.
 chmod 755 "$prefix"
+if [ "$(id -u)" = 0 ] && ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$prefix"; then
+  echo "error: nginx's workers (nobody) cannot reach $prefix: every folder above it must be searchable (chmod o+x)" >&2
+  exit 1
+fi
 bash "$here/render.sh" "${args[@]}" >"$prefix/nginx.conf"
 "$nginx" -t -q -p "$prefix" -c "$prefix/nginx.conf"
 exec "$nginx" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;'

@@ -38,6 +38,8 @@ fi
 server="${DATABASE_URL%/*}"
 db="soak_$$"
 scratch=$(mktemp -d /tmp/floodgate-soak.XXXXXX)
+# nginx's workers (nobody) keep the snapshot cache under it: searchable, not listable.
+chmod 711 "$scratch"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -136,8 +138,9 @@ nice -n "${SOAK_NICE:-0}" "$bin/soak" "${gateway_urls[@]}" --organizer-key "$key
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid" 2>/dev/null || true
   wait "$perf_pid" 2>/dev/null || true
+  # `head` closes the pipe early; perf ending on SIGPIPE is not a failed report.
   top() { perf report -i "$scratch/perf.data" --stdio --no-children --percentage absolute "$@" 2>/dev/null \
-    | grep -v '^#' | grep -v '^$' | sed 's/ *$//' | cut -c1-150 | head -"${PERF_TOP:-25}"; }
+    | grep -v '^#' | grep -v '^$' | sed 's/ *$//' | cut -c1-150 | head -"${PERF_TOP:-25}" || true; }
   gateway_pids=$(IFS=,; echo "${pids[*]:1:$GATEWAYS}")
   {
     echo "# perf: every process on the machine during the soak, 99 samples/s per core;"

@@ -65,7 +65,7 @@ pub struct Net {
     sources: Vec<Ipv4Addr>,
     next: AtomicUsize,
     /// Requests in flight, in three pools: joins (which a flooded gateway holds a moment before
-    /// refusing), status polls (hundreds of thousands of waiting buyers), and the rest (claims,
+    /// refusing), waiting reads (snapshot and status: hundreds of thousands of waiting buyers), and the rest (claims,
     /// holds, checkouts, reads). In browsers, no buyer's request waits behind other buyers';
     /// one shared pool would make it, and offers would lapse and holds expire in the soak's
     /// own queue.
@@ -152,7 +152,7 @@ impl Net {
         let path = call.path.split('?').next().unwrap_or(call.path);
         let pool = if path.ends_with("/queue") {
             &self.join_in_flight
-        } else if path.ends_with("/queue/status") {
+        } else if path.ends_with("/queue/status") || path.ends_with("/queue/snapshot") {
             &self.poll_in_flight
         } else {
             &self.other_in_flight

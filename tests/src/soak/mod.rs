@@ -29,6 +29,7 @@ pub mod fifo;
 pub mod figures;
 pub mod order;
 pub mod organizer;
+pub mod page;
 pub mod plan;
 pub mod progress;
 pub mod purchase;

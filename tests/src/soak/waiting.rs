@@ -1,6 +1,7 @@
 //! Waiting for one's turn, as the waiting-room page does: on the WebSocket (reconnecting with
-//! the same token when told to or when the socket drops), or polling the JSON status at the
-//! server's `retry_after_s`.
+//! the same token when told to or when the socket drops), or reading the public queue snapshot
+//! and working out its place as the page does (`page`), asking its own status only near the
+//! front.
 
 use std::time::Duration;
 
@@ -11,8 +12,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::client::Socket;
+use super::client::{Call, Socket};
 use super::context::Ctx;
+use super::page;
 use super::plan::Plan;
 use super::stats::Live;
 
@@ -181,50 +183,153 @@ impl Waiter<'_> {
         }
     }
 
+    /// Waiting as the page does without its socket: the public snapshot (cacheable, one
+    /// conditional read), and the per-token status only when the snapshot cannot tell (near
+    /// the front, another epoch, a pre-queue score not yet known).
     async fn polling(&mut self) -> Turn {
-        let path = format!("/api/events/{}/queue/status", self.ctx.event);
+        let event = &self.ctx.event;
+        let snapshot_path = format!("/api/events/{event}/queue/snapshot");
+        let claims = page::Claims::of(self.token);
+        let mut last: Option<(page::Snapshot, Option<String>)> = None;
+        let mut score: Option<Option<f64>> = None;
         loop {
             if Instant::now() >= self.ctx.deadline {
                 return Turn::TimedOut;
             }
             let asked = Instant::now();
-            let answer = self
+            let read = self
                 .ctx
-                .call(self.plan, Method::GET, &path, Some(self.token), None, None)
+                .send(Call {
+                    method: Method::GET,
+                    gateway: self.plan.gateway,
+                    path: &snapshot_path,
+                    bearer: None,
+                    idempotency_key: None,
+                    forwarded_for: self.plan.forwarded_for,
+                    json: None,
+                    receipt: None,
+                    if_none_match: last.as_ref().and_then(|l| l.1.as_deref()),
+                    raw: true,
+                })
                 .await;
             self.ctx
                 .stats
                 .record("poll_ms", asked.elapsed().as_millis() as u64);
-            let mut wait_s = 2;
-            match answer {
-                Some(a) if a.status.is_success() => {
-                    wait_s = a
-                        .body
-                        .get("retry_after_s")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(2);
-                    match a.body.get("status").and_then(Value::as_str) {
-                        Some("offered") => return Turn::Offered(None),
-                        Some("admitted") => return Turn::Offered(None),
-                        Some("sold_out") => return Turn::SoldOut,
-                        Some("closed") => return Turn::Closed,
-                        Some("offer_lapsed") => return Turn::Lapsed,
-                        _ => {
-                            if self.chance.is_none() {
-                                self.chance =
-                                    Some(a.body.get("seat_chance").and_then(Value::as_f64));
-                            }
-                            if self.eta.is_none() {
-                                self.eta = eta_from_status(&a.body);
-                            }
-                        }
-                    }
+            let wait_s = match read {
+                Some(a) if a.status.as_u16() == 304 && last.is_some() => {
+                    self.ctx.stats.count("snapshot_not_modified");
+                    self.told_by(last.as_ref().map(|l| &l.0), claims.as_ref(), &mut score)
+                        .await
                 }
-                Some(a) => wait_s = a.retry_after_s.unwrap_or(2),
-                None => {}
-            }
-            tokio::time::sleep(Duration::from_secs(wait_s.clamp(1, 120))).await;
+                Some(a) if a.status.is_success() => {
+                    let parsed = a
+                        .raw
+                        .as_deref()
+                        .and_then(|b| serde_json::from_slice::<page::Snapshot>(b).ok());
+                    if let Some(snap) = parsed {
+                        last = Some((snap, a.etag));
+                    }
+                    self.told_by(last.as_ref().map(|l| &l.0), claims.as_ref(), &mut score)
+                        .await
+                }
+                Some(a) => Err(a.retry_after_s.unwrap_or(2)),
+                None => Err(2),
+            };
+            let wait_s = match wait_s {
+                Ok(turn) => return turn,
+                Err(s) => s,
+            };
+            // The page's own jitter (0.9–1.1 ×), so a crowd told the same interval spreads out.
+            let jitter = 0.9 + rand::random::<f64>() * 0.2;
+            let wait = Duration::from_secs_f64(wait_s.clamp(1, 120) as f64 * jitter);
+            tokio::time::sleep(wait).await;
         }
+    }
+
+    /// What one snapshot means for this buyer: `Ok` with the end of the wait, or `Err` with
+    /// the seconds until the next read.
+    async fn told_by(
+        &mut self,
+        snap: Option<&page::Snapshot>,
+        claims: Option<&page::Claims>,
+        score: &mut Option<Option<f64>>,
+    ) -> Result<Turn, u64> {
+        let (Some(snap), Some(claims)) = (snap, claims) else {
+            return self.status_once().await;
+        };
+        if claims.pre && snap.opened && score.is_none() {
+            *score = Some(self.pre_score(claims).await);
+        }
+        let Some(update) = page::read(snap, claims, score.flatten()) else {
+            return self.status_once().await;
+        };
+        let next = page::next_read_s(snap, &update);
+        match update {
+            page::Update::SoldOut => Ok(Turn::SoldOut),
+            page::Update::Closed => Ok(Turn::Closed),
+            page::Update::PreQueue | page::Update::Paused => Err(next),
+            page::Update::Waiting { range, chance, .. } => {
+                if self.chance.is_none() {
+                    self.chance = Some(chance);
+                }
+                if self.eta.is_none() {
+                    self.eta = range.map(|(low_s, high_s)| Eta {
+                        at: Instant::now(),
+                        low_s,
+                        high_s,
+                    });
+                }
+                Err(next)
+            }
+        }
+    }
+
+    /// The revealed seed's score for this pre-queue ticket, asked once as the page does.
+    async fn pre_score(&self, claims: &page::Claims) -> Option<f64> {
+        let path = format!("/api/events/{}/fairness", self.ctx.event);
+        let answer = self
+            .ctx
+            .call(self.plan, Method::GET, &path, None, None, None)
+            .await?;
+        let seed = answer.body.get("seed")?.as_str()?;
+        Some(page::pre_score(seed, &claims.ticket))
+    }
+
+    /// One read of the per-token status, when the turn may have come.
+    async fn status_once(&mut self) -> Result<Turn, u64> {
+        let path = format!("/api/events/{}/queue/status", self.ctx.event);
+        let asked = Instant::now();
+        let answer = self
+            .ctx
+            .call(self.plan, Method::GET, &path, Some(self.token), None, None)
+            .await;
+        self.ctx
+            .stats
+            .record("status_ms", asked.elapsed().as_millis() as u64);
+        let Some(a) = answer else {
+            return Err(2);
+        };
+        if !a.status.is_success() {
+            return Err(a.retry_after_s.unwrap_or(2));
+        }
+        match a.body.get("status").and_then(Value::as_str) {
+            Some("offered") | Some("admitted") => return Ok(Turn::Offered(None)),
+            Some("sold_out") => return Ok(Turn::SoldOut),
+            Some("closed") => return Ok(Turn::Closed),
+            Some("offer_lapsed") => return Ok(Turn::Lapsed),
+            _ => {}
+        }
+        if self.chance.is_none() && a.body.get("position").is_some_and(|p| !p.is_null()) {
+            self.chance = Some(a.body.get("seat_chance").and_then(Value::as_f64));
+        }
+        if self.eta.is_none() {
+            self.eta = eta_from_status(&a.body);
+        }
+        Err(a
+            .body
+            .get("retry_after_s")
+            .and_then(Value::as_u64)
+            .unwrap_or(2))
     }
 }
 

@@ -1,0 +1,257 @@
+//! What a waiting page works out from the public queue snapshot and its own queue token, as
+//! `static/queue-snapshot.js` does: its place, wait range, chance of a seat and when to read
+//! again. The soak's polling buyers wait this way, so the load they put on the front is the
+//! pages' load (one cacheable read each, the per-token status only when the turn may have come).
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+
+/// The queue token's claims a page reads (the payload is readable; the server checks it).
+pub struct Claims {
+    pub seq: u64,
+    pub pre: bool,
+    pub epoch: String,
+    pub ticket: String,
+}
+
+#[derive(Deserialize)]
+struct RawClaims {
+    seq: u64,
+    #[serde(default)]
+    pre: bool,
+    ep: String,
+    tid: String,
+}
+
+impl Claims {
+    pub fn of(token: &str) -> Option<Claims> {
+        let payload = token.split('.').nth(1)?;
+        let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
+        let raw: RawClaims = serde_json::from_slice(&bytes).ok()?;
+        Some(Claims {
+            seq: raw.seq,
+            pre: raw.pre,
+            epoch: raw.ep,
+            ticket: raw.tid,
+        })
+    }
+}
+
+/// The snapshot's fields a page uses (API.md "queue snapshot").
+#[derive(Deserialize)]
+pub struct Snapshot {
+    pub state: String,
+    #[serde(default)]
+    pub opened: bool,
+    #[serde(default)]
+    pub epoch: String,
+    #[serde(default)]
+    pub fifo_served_through: u64,
+    pub prequeue_served_through: Option<f64>,
+    #[serde(default)]
+    pub prequeue_left: u64,
+    pub outflow_per_min: Option<f64>,
+    pub outflow_spread: Option<f64>,
+    pub seat_model: Option<SeatModel>,
+    #[serde(default)]
+    pub retry_after_s: u64,
+    pub read_within_s: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub struct SeatModel {
+    pub seats_for_queue: f64,
+    pub per_place: f64,
+    pub per_place_var: f64,
+    pub estimate_var: f64,
+    pub base_var: f64,
+}
+
+/// What the snapshot told the page; `None` from `read` when only the server can say.
+pub enum Update {
+    Waiting {
+        position: u64,
+        range: Option<(u64, u64)>,
+        chance: Option<f64>,
+    },
+    Paused,
+    PreQueue,
+    SoldOut,
+    Closed,
+}
+
+/// A pre-queue ticket's score from the revealed seed (`preScore` on the page).
+pub fn pre_score(seed: &str, ticket: &str) -> f64 {
+    let k = admission::rank_key(seed, ticket);
+    let mut top = [0u8; 8];
+    top.copy_from_slice(&k[..8]);
+    (u64::from_be_bytes(top) >> 12) as f64 / (1u64 << 52) as f64
+}
+
+/// Buyers ahead, or `None` when the snapshot cannot tell (`placeFromSnapshot`).
+fn place(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<u64> {
+    if !snap.opened || snap.epoch != claims.epoch {
+        return None;
+    }
+    let left = snap.prequeue_left;
+    if !claims.pre {
+        let served = snap.fifo_served_through;
+        return (claims.seq > served).then(|| left + claims.seq - served - 1);
+    }
+    let score = score?;
+    let frontier = snap.prequeue_served_through.unwrap_or(0.0);
+    if score <= frontier || left == 0 {
+        return None;
+    }
+    Some((left as f64 * (score - frontier) / (1.0 - frontier)).floor() as u64)
+}
+
+/// (point, low, high) seconds for `position` ahead (`waitEstimate`).
+fn wait_estimate(snap: &Snapshot, position: u64) -> Option<(u64, u64, u64)> {
+    let per_s = snap.outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
+    let spread = snap.outflow_spread.unwrap_or(0.4).clamp(0.1, 0.4);
+    let point = (position as f64 + 1.0) / per_s;
+    let low = (point / (1.0 + 2.0 * spread)).floor() as u64;
+    let high = ((point / (1.0 - 2.0 * spread)).ceil() as u64).max(low + 1);
+    Some((point.ceil() as u64, low, high))
+}
+
+/// Φ(z), Abramowitz and Stegun 7.1.26, as the server and the page compute it.
+fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
+fn seat_chance(snap: &Snapshot, position: u64) -> Option<f64> {
+    let m = snap.seat_model.as_ref()?;
+    let p = position as f64;
+    let mean = m.seats_for_queue - p * m.per_place - 0.5;
+    let var = m.base_var + p * m.per_place_var + p * p * m.estimate_var;
+    Some((normal_cdf(mean / var.max(1e-9).sqrt()) * 100.0).round() / 100.0)
+}
+
+/// What the snapshot tells this buyer, or `None` when the page asks `…/queue/status` once
+/// (`updateFromSnapshot`).
+pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Update> {
+    if snap.state == "closed" {
+        return Some(Update::Closed);
+    }
+    if !snap.opened {
+        return claims.pre.then_some(Update::PreQueue);
+    }
+    let position = place(snap, claims, score)?;
+    // Near the front the page asks the server, which knows of its offer to the second.
+    let per_poll = snap.outflow_per_min.unwrap_or(0.0) / 60.0 * 4.0;
+    if (position as f64) < per_poll.max(3.0) {
+        return None;
+    }
+    match snap.state.as_str() {
+        "sold_out" => Some(Update::SoldOut),
+        "paused" => Some(Update::Paused),
+        _ => Some(Update::Waiting {
+            position,
+            range: wait_estimate(snap, position).map(|e| (e.1, e.2)),
+            chance: seat_chance(snap, position),
+        }),
+    }
+}
+
+/// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
+/// its `read_within_s` nor half the soonest expected wait.
+pub fn next_read_s(snap: &Snapshot, update: &Update) -> u64 {
+    let floor = if snap.retry_after_s > 0 {
+        snap.retry_after_s
+    } else {
+        5
+    };
+    let Update::Waiting { position, .. } = update else {
+        return floor;
+    };
+    if snap.state != "open" {
+        return floor;
+    }
+    let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
+    let mut by_place = (2 + position / 100).min(within);
+    if let Some((_, low, _)) = wait_estimate(snap, *position) {
+        by_place = by_place.min((low / 2).max(1));
+    }
+    floor.max(by_place)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(json: serde_json::Value) -> Snapshot {
+        serde_json::from_value(json).expect("snapshot")
+    }
+
+    fn fifo(seq: u64) -> Claims {
+        Claims {
+            seq,
+            pre: false,
+            epoch: "e1".into(),
+            ticket: "t".into(),
+        }
+    }
+
+    #[test]
+    fn a_far_back_fifo_buyer_reads_its_place_and_range_from_the_snapshot() {
+        let s = snap(serde_json::json!({
+            "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "prequeue_left": 50, "outflow_per_min": 600.0, "outflow_spread": 0.1,
+            "retry_after_s": 2, "read_within_s": 49,
+        }));
+        let Some(Update::Waiting {
+            position, range, ..
+        }) = read(&s, &fifo(1101), None)
+        else {
+            panic!("a far-back buyer is told by the snapshot");
+        };
+        assert_eq!(position, 1050);
+        // 1,051 offers at 10 a second: 105.1 s, ÷ 1.2 and ÷ 0.8.
+        assert_eq!(range, Some((87, 132)));
+        assert_eq!(
+            next_read_s(
+                &s,
+                &Update::Waiting {
+                    position,
+                    range,
+                    chance: None
+                }
+            ),
+            12
+        );
+        // Near the front (under four seconds of outflow) the page asks the server.
+        assert!(read(&s, &fifo(80), None).is_none());
+        // Another epoch: the server re-registers the place.
+        let other = Claims {
+            epoch: "e2".into(),
+            ..fifo(1101)
+        };
+        assert!(read(&s, &other, None).is_none());
+    }
+
+    #[test]
+    fn the_token_payload_is_read_without_its_signature() {
+        let payload =
+            URL_SAFE_NO_PAD.encode(br#"{"ev":"x","tid":"t1","seq":7,"pre":true,"ep":"e9"}"#);
+        let c = Claims::of(&format!("h.{payload}.sig")).expect("claims");
+        assert_eq!(
+            (c.seq, c.pre, c.epoch.as_str(), c.ticket.as_str()),
+            (7, true, "e9", "t1")
+        );
+        assert!(Claims::of("not-a-token").is_none());
+    }
+}
