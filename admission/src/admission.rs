@@ -30,6 +30,11 @@ pub struct Joined {
     pub status: QueueStatus,
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
+    /// The range the wait falls in (`status::wait_estimate`): a page shows this from its
+    /// first moment in line, never a bare point.
+    pub estimated_wait_range_s: Option<(u64, u64)>,
+    /// How likely a seat is left at this place (0–1; `None` when unknown).
+    pub seat_chance: Option<f64>,
     pub claims: QueueClaims,
     /// Admitted at once, from the database alone (`fail_open` while the backend is down).
     pub admitted: Option<Admitted>,
@@ -425,6 +430,8 @@ impl Admission {
             status,
             position,
             estimated_wait_s: est.estimated_wait_s,
+            estimated_wait_range_s: est.estimated_wait_range_s,
+            seat_chance: est.seat_chance,
             claims,
             admitted: None,
         })

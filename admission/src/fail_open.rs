@@ -75,6 +75,8 @@ impl Admission {
             status: QueueStatus::Admitted,
             position: None,
             estimated_wait_s: None,
+            estimated_wait_range_s: None,
+            seat_chance: None,
             claims,
             admitted: Some(admitted),
         })

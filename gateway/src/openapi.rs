@@ -361,6 +361,10 @@ fn joined_schema() -> Value {
         "status": {"type": "string"},
         "position": {"type": ["integer", "null"]},
         "estimated_wait_s": {"type": ["integer", "null"]},
+        "estimated_wait_range_s": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0},
+            "minItems": 2, "maxItems": 2, "description": "[low, high] seconds: the range the wait falls in, from the measured outflow and its spread (null while nothing flows)"},
+        "seat_chance": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+            "description": "how likely a seat is left at this place (null when unknown)"},
         "lane": {"type": "string", "enum": ["priority"], "description": "present for the priority lane only"},
     }})
 }

@@ -114,6 +114,44 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
     unknown.answer.expect_problem(404, "not_found");
 }
 
+/// A buyer is shown a range and a chance from the join's own answer, before any read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_join_answer_carries_the_range_and_the_chance() {
+    let app = spawn_app(Backends::Embedded).await;
+    let event = app
+        .create_event(20, json!({"rate_per_min": 120, "max_active": 1000}))
+        .await;
+    let early = app.join_queue_raw(&event).await.expect(201);
+    assert!(
+        early.body["estimated_wait_range_s"].is_null(),
+        "{}",
+        early.body
+    );
+    for _ in 0..40 {
+        app.join_queue(&event).await;
+    }
+    app.snapshot_until(&event, |s| s["outflow_per_min"].is_number())
+        .await;
+    let joined = app.join_queue_raw(&event).await.expect(201);
+    let point = joined.body["estimated_wait_s"]
+        .as_u64()
+        .expect("a point once the outflow is measured");
+    let range = joined.body["estimated_wait_range_s"]
+        .as_array()
+        .expect("a range");
+    let (low, high) = (
+        range[0].as_u64().expect("low"),
+        range[1].as_u64().expect("high"),
+    );
+    assert!(
+        low <= point && point <= high && low < high,
+        "{}",
+        joined.body
+    );
+    let chance = joined.body["seat_chance"].as_f64().expect("a chance");
+    assert!((0.0..=1.0).contains(&chance), "{}", joined.body);
+}
+
 /// A crowd reads as often as the front answers: the snapshot's `read_within_s` is the crowd ÷
 /// `FLOODGATE_WAITING_READS_PER_S`, and a buyer far back is told to read again within it
 /// rather than at the slower pace its place alone would allow.

@@ -58,10 +58,12 @@ pub(crate) async fn join(
     let admitted = joined.admitted.as_ref();
     let body = JoinBody {
         admission_token: admitted.map(|a| a.admission_token.as_str()),
+        estimated_wait_range_s: joined.estimated_wait_range_s,
         estimated_wait_s: joined.estimated_wait_s,
         lane: joined.claims.lane,
         position: joined.position,
         queue_token: &joined.queue_token,
+        seat_chance: joined.seat_chance,
         session_expires_at: admitted.map(|a| rfc3339(crate::clock::ms(a.session_expires_at))),
         status: joined.status,
         ticket_id: &joined.ticket_id,
@@ -77,12 +79,14 @@ struct JoinBody<'a> {
     /// Only when admitted at once (`fail_open` while the queue backend is down).
     #[serde(skip_serializing_if = "Option::is_none")]
     admission_token: Option<&'a str>,
+    estimated_wait_range_s: Option<(u64, u64)>,
     estimated_wait_s: Option<u64>,
     /// Absent for the general lane, so a plain join's answer is what it always was.
     #[serde(skip_serializing_if = "Lane::is_general")]
     lane: Lane,
     position: Option<u64>,
     queue_token: &'a str,
+    seat_chance: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_expires_at: Option<String>,
     status: QueueStatus,

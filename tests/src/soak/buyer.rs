@@ -83,7 +83,7 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         plan,
         token: &joined.token,
         eta: joined.eta,
-        chance: None,
+        chance: joined.chance,
     };
     let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
     (outcome, waiter.chance)
@@ -153,6 +153,8 @@ struct Joined {
     token: String,
     sold_out: bool,
     eta: Option<super::waiting::Eta>,
+    /// The chance shown with the join's answer, as `Waiter::chance`.
+    chance: Option<Option<f64>>,
 }
 
 async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
@@ -177,19 +179,25 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                 ctx.stats.joined_at(ctx.now_ms());
                 Live::add(&ctx.live().joined);
                 let token = a.body.get("queue_token")?.as_str()?.to_owned();
-                let eta = a
-                    .body
-                    .get("estimated_wait_s")
-                    .and_then(Value::as_u64)
-                    .map(|s| super::waiting::Eta {
-                        at: Instant::now(),
-                        low_s: (s as f64 * 0.8).floor() as u64,
-                        high_s: (s as f64 * 1.25).ceil() as u64,
-                    });
+                let chance = (a.body.get("status").and_then(Value::as_str) == Some("waiting"))
+                    .then(|| a.body.get("seat_chance").and_then(Value::as_f64));
+                // The page shows the join's range at once (a bare point only from a server
+                // that sends no range, shown as the page widens it).
+                let eta = super::waiting::eta_from_status(&a.body).or_else(|| {
+                    a.body
+                        .get("estimated_wait_s")
+                        .and_then(Value::as_u64)
+                        .map(|s| super::waiting::Eta {
+                            at: Instant::now(),
+                            low_s: (s as f64 * 0.75).floor() as u64,
+                            high_s: (s as f64 * 1.25).ceil() as u64,
+                        })
+                });
                 return Some(Joined {
                     token,
                     sold_out: false,
                     eta,
+                    chance,
                 });
             }
             Some(a) if a.code() == "sold_out" => {
@@ -197,6 +205,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     token: String::new(),
                     sold_out: true,
                     eta: None,
+                    chance: None,
                 });
             }
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {

@@ -46,7 +46,7 @@ fn eta_from_point(s: u64) -> Eta {
     }
 }
 
-fn eta_from_status(body: &Value) -> Option<Eta> {
+pub fn eta_from_status(body: &Value) -> Option<Eta> {
     let range = body.get("estimated_wait_range_s")?.as_array()?;
     Some(Eta {
         at: Instant::now(),
