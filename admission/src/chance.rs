@@ -27,7 +27,7 @@
 //! from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26 approximation (error
 //! below 1.5e-7), written the same way in `static/queue-snapshot.js`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Pseudo-observations behind each prior.
 const PRIOR_WEIGHT: f64 = 5.0;
@@ -56,7 +56,7 @@ pub(crate) struct SeatCounts {
 }
 
 /// The published parameters of `chance(p)` (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeatModel {
     /// `R`: seats left for the queue once earlier sessions and offers took theirs.
     pub seats_for_queue: f64,

@@ -53,19 +53,11 @@ pub struct Snapshot {
     pub prequeue_left: u64,
     pub outflow_per_min: Option<f64>,
     pub outflow_spread: Option<f64>,
-    pub seat_model: Option<SeatModel>,
+    /// The server's own model: `chance(p)` is the formula the page mirrors.
+    pub seat_model: Option<admission::SeatModel>,
     #[serde(default)]
     pub retry_after_s: u64,
     pub read_within_s: Option<u64>,
-}
-
-#[derive(Deserialize)]
-pub struct SeatModel {
-    pub seats_for_queue: f64,
-    pub per_place: f64,
-    pub per_place_var: f64,
-    pub estimate_var: f64,
-    pub base_var: f64,
 }
 
 /// What the snapshot told the page; `None` from `read` when only the server can say.
@@ -117,28 +109,8 @@ fn wait_estimate(snap: &Snapshot, position: u64) -> Option<(u64, u64, u64)> {
     Some((point.ceil() as u64, low, high))
 }
 
-/// Φ(z), Abramowitz and Stegun 7.1.26, as the server and the page compute it.
-fn normal_cdf(z: f64) -> f64 {
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let erf = 1.0 - poly * (-x * x).exp();
-    if z >= 0.0 {
-        0.5 * (1.0 + erf)
-    } else {
-        0.5 * (1.0 - erf)
-    }
-}
-
 fn seat_chance(snap: &Snapshot, position: u64) -> Option<f64> {
-    let m = snap.seat_model.as_ref()?;
-    let p = position as f64;
-    let mean = m.seats_for_queue - p * m.per_place - 0.5;
-    let var = m.base_var + p * m.per_place_var + p * p * m.estimate_var;
-    Some((normal_cdf(mean / var.max(1e-9).sqrt()) * 100.0).round() / 100.0)
+    snap.seat_model.map(|m| m.chance(position))
 }
 
 /// What the snapshot tells this buyer, or `None` when the page asks `…/queue/status` once
