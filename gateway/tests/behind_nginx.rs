@@ -148,3 +148,54 @@ async fn nginx_answers_the_snapshot_from_its_cache() {
         "{status:?}"
     );
 }
+
+/// Started as root, nginx's workers run as `nobody` and keep the snapshot cache under the
+/// prefix: behind a folder they cannot search, every snapshot read would fail, so `start.sh`
+/// refuses such a prefix before nginx starts.
+#[test]
+fn start_refuses_a_prefix_its_workers_cannot_reach() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&uid.stdout).trim(),
+        "0",
+        "this test runs as root, as CI does: only then do nginx's workers change user"
+    );
+    let closed = std::env::temp_dir().join(format!(
+        "floodgate-closed-{}",
+        uuid::Uuid::now_v7().simple()
+    ));
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx/start.sh");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .args(["--listen", "127.0.0.1:1", "--upstream", "127.0.0.1:2"])
+        .arg("--prefix")
+        .arg(closed.join("nginx"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("start.sh ran nginx behind a folder its workers cannot search");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut why = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut why).unwrap();
+    let _ = std::fs::remove_dir_all(&closed);
+    assert!(!status.success(), "{why}");
+    assert!(why.contains("cannot reach"), "{why}");
+}
