@@ -31,7 +31,7 @@ pub fn rank_key(seed: &str, ticket: &str) -> [u8; 32] {
 
 /// The rank key's top 52 bits as a fraction in [0, 1): exact in an IEEE double, so it orders a
 /// Redis sorted set the same way as the full key (a 52-bit tie is beyond practical reach).
-pub(crate) fn pre_score(seed: &str, ticket: &str) -> f64 {
+pub fn pre_score(seed: &str, ticket: &str) -> f64 {
     let k = rank_key(seed, ticket);
     let mut top = [0u8; 8];
     top.copy_from_slice(&k[..8]);

@@ -55,12 +55,12 @@ pub use entry::{
     SUBJECT_BYTES,
 };
 pub use error::{AdmissionError, InvalidToken, StorageError};
-pub use fairness::{Fairness, pre_queue_order, rank_key, seed_commitment};
+pub use fairness::{Fairness, pre_queue_order, pre_score, rank_key, seed_commitment};
 pub use forecast::Forecast;
 pub use meter::TickReport;
 pub use modes::{MessageLevel, Mode, QueueMessage};
 pub use pressure::Pressure;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
-pub use status::{QueueStatus, Status};
+pub use status::{QueueStatus, Status, wait_estimate};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};

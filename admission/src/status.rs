@@ -58,7 +58,7 @@ const SPREADS: f64 = 2.0;
 /// outflow plus and minus two spreads (`spread` = the outflow's relative variation, at least
 /// 0.1, at most 0.4, so the slow end stays finite), and is never a bare point. `None` without
 /// a measured outflow (paused, or nothing offered yet).
-pub(crate) fn wait_estimate(
+pub fn wait_estimate(
     position: u64,
     outflow_per_min: Option<f64>,
     spread: f64,

@@ -187,11 +187,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     a.body
                         .get("estimated_wait_s")
                         .and_then(Value::as_u64)
-                        .map(|s| super::waiting::Eta {
-                            at: Instant::now(),
-                            low_s: (s as f64 * 0.75).floor() as u64,
-                            high_s: (s as f64 * 1.25).ceil() as u64,
-                        })
+                        .map(super::waiting::eta_from_point)
                 });
                 return Some(Joined {
                     token,

@@ -73,14 +73,6 @@ pub enum Update {
     Closed,
 }
 
-/// A pre-queue ticket's score from the revealed seed (`preScore` on the page).
-pub fn pre_score(seed: &str, ticket: &str) -> f64 {
-    let k = admission::rank_key(seed, ticket);
-    let mut top = [0u8; 8];
-    top.copy_from_slice(&k[..8]);
-    (u64::from_be_bytes(top) >> 12) as f64 / (1u64 << 52) as f64
-}
-
 /// Buyers ahead, or `None` when the snapshot cannot tell (`placeFromSnapshot`).
 fn place(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<u64> {
     if !snap.opened || snap.epoch != claims.epoch {
@@ -99,14 +91,10 @@ fn place(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<u64> {
     Some((left as f64 * (score - frontier) / (1.0 - frontier)).floor() as u64)
 }
 
-/// (point, low, high) seconds for `position` ahead (`waitEstimate`).
+/// (point, low, high) seconds for `position` ahead: the server's formula, as `waitEstimate`.
 fn wait_estimate(snap: &Snapshot, position: u64) -> Option<(u64, u64, u64)> {
-    let per_s = snap.outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
-    let spread = snap.outflow_spread.unwrap_or(0.4).clamp(0.1, 0.4);
-    let point = (position as f64 + 1.0) / per_s;
-    let low = (point / (1.0 + 2.0 * spread)).floor() as u64;
-    let high = ((point / (1.0 - 2.0 * spread)).ceil() as u64).max(low + 1);
-    Some((point.ceil() as u64, low, high))
+    let spread = snap.outflow_spread.unwrap_or(0.4);
+    admission::wait_estimate(position, snap.outflow_per_min, spread)
 }
 
 fn seat_chance(snap: &Snapshot, position: u64) -> Option<f64> {

@@ -37,8 +37,8 @@ pub struct Eta {
     pub high_s: u64,
 }
 
-/// The server states its range as 0.8…1.25 × the point estimate; a socket only carries the point.
-fn eta_from_point(s: u64) -> Eta {
+/// A bare point (from a server or frame that sends no range), shown as 0.8…1.25 × it.
+pub fn eta_from_point(s: u64) -> Eta {
     Eta {
         at: Instant::now(),
         low_s: (s as f64 * 0.8).floor() as u64,
@@ -216,17 +216,14 @@ impl Waiter<'_> {
                 .stats
                 .record("poll_ms", asked.elapsed().as_millis() as u64);
             let wait_s = match read {
-                Some(a) if a.status.as_u16() == 304 && last.is_some() => {
-                    self.ctx.stats.count("snapshot_not_modified");
-                    self.told_by(last.as_ref().map(|l| &l.0), claims.as_ref(), &mut score)
-                        .await
-                }
-                Some(a) if a.status.is_success() => {
-                    let parsed = a
+                Some(a) if a.status.as_u16() == 304 || a.status.is_success() => {
+                    if a.status.as_u16() == 304 {
+                        self.ctx.stats.count("snapshot_not_modified");
+                    } else if let Some(snap) = a
                         .raw
                         .as_deref()
-                        .and_then(|b| serde_json::from_slice::<page::Snapshot>(b).ok());
-                    if let Some(snap) = parsed {
+                        .and_then(|b| serde_json::from_slice::<page::Snapshot>(b).ok())
+                    {
                         last = Some((snap, a.etag));
                     }
                     self.told_by(last.as_ref().map(|l| &l.0), claims.as_ref(), &mut score)
@@ -292,7 +289,7 @@ impl Waiter<'_> {
             .call(self.plan, Method::GET, &path, None, None, None)
             .await?;
         let seed = answer.body.get("seed")?.as_str()?;
-        Some(page::pre_score(seed, &claims.ticket))
+        Some(admission::pre_score(seed, &claims.ticket))
     }
 
     /// One read of the per-token status, when the turn may have come.
