@@ -42,6 +42,7 @@ fn ping() -> Call<'static> {
         receipt: None,
         if_none_match: None,
         raw: false,
+        near_front: false,
     }
 }
 

@@ -68,6 +68,7 @@ async fn hammer(
                         receipt: None,
                         if_none_match: None,
                         raw: false,
+                        near_front: false,
                     })
                     .await;
                 if let Ok(a) = answer

@@ -55,6 +55,8 @@ pub struct Call<'a> {
     /// Keep the body as bytes instead of a `Value`: a 5,000-seat map parsed into a JSON tree
     /// per buyer was most of the soak's JSON work in a profile.
     pub raw: bool,
+    /// A waiting read of a buyer whose turn is near: sent from its own pool (see `Net`).
+    pub near_front: bool,
 }
 
 pub struct Net {
@@ -64,13 +66,15 @@ pub struct Net {
     trust: Trust,
     sources: Vec<Ipv4Addr>,
     next: AtomicUsize,
-    /// Requests in flight, in three pools: joins (which a flooded gateway holds a moment before
-    /// refusing), waiting reads (snapshot and status: hundreds of thousands of waiting buyers), and the rest (claims,
-    /// holds, checkouts, reads). In browsers, no buyer's request waits behind other buyers';
-    /// one shared pool would make it, and offers would lapse and holds expire in the soak's
-    /// own queue.
+    /// Requests in flight, in four pools: joins (which a flooded gateway holds a moment before
+    /// refusing), waiting reads far from the front (hundreds of thousands of waiting buyers),
+    /// waiting reads near the front (the status a page asks when its turn may have come, and
+    /// the snapshot reads of buyers that close), and the rest (claims, holds, checkouts, seat
+    /// maps). In browsers, no buyer's request waits behind other buyers'; one shared pool
+    /// would make it, and offers would lapse unseen and holds expire in the soak's own queue.
     join_in_flight: Semaphore,
     poll_in_flight: Semaphore,
+    turn_in_flight: Semaphore,
     other_in_flight: Semaphore,
     pub sockets: Semaphore,
     /// Requests and sockets sent to the next gateway because theirs refused the connection
@@ -118,6 +122,7 @@ impl Net {
             next: AtomicUsize::new(0),
             join_in_flight: Semaphore::new(concurrency.max(1)),
             poll_in_flight: Semaphore::new(concurrency.max(1)),
+            turn_in_flight: Semaphore::new(concurrency.max(1)),
             other_in_flight: Semaphore::new(concurrency.max(1)),
             sockets: Semaphore::new(max_sockets),
             failovers: AtomicU64::new(0),
@@ -152,7 +157,9 @@ impl Net {
         let path = call.path.split('?').next().unwrap_or(call.path);
         let pool = if path.ends_with("/queue") {
             &self.join_in_flight
-        } else if path.ends_with("/queue/status") || path.ends_with("/queue/snapshot") {
+        } else if path.ends_with("/queue/status") || call.near_front {
+            &self.turn_in_flight
+        } else if path.ends_with("/queue/snapshot") {
             &self.poll_in_flight
         } else {
             &self.other_in_flight

@@ -128,8 +128,8 @@ pub struct Config {
     /// Spread sockets over this many source addresses 127.0.0.2… (0 = let the kernel pick).
     #[arg(long, default_value_t = 4)]
     pub source_addrs: u8,
-    /// Most HTTP requests in flight per worker, for joins, again for polls and again for the rest
-    /// (bounds the sockets polling costs).
+    /// Most HTTP requests in flight per worker, for joins, again for polls far back, again for
+    /// polls near the turn and again for the rest (bounds the sockets polling costs).
     #[arg(long, default_value_t = 512)]
     pub http_concurrency: usize,
     /// Most live WebSockets per worker; WebSocket buyers beyond it poll instead.

@@ -138,6 +138,7 @@ impl Ctx {
             receipt,
             if_none_match: None,
             raw: false,
+            near_front: false,
         })
         .await
     }

@@ -53,6 +53,8 @@ pub struct Snapshot {
     pub prequeue_left: u64,
     pub outflow_per_min: Option<f64>,
     pub outflow_spread: Option<f64>,
+    #[serde(default)]
+    pub rate_per_min: u64,
     /// The server's own model: `chance(p)` is the formula the page mirrors.
     pub seat_model: Option<admission::SeatModel>,
     #[serde(default)]
@@ -129,6 +131,26 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
 
 /// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
 /// its `read_within_s` nor half the soonest expected wait.
+/// How soon a turn counts as near: within this many seconds, the soak sends the buyer's reads
+/// from the pool kept for turns, so a read waiting behind the far-back crowd's cannot let an
+/// offer lapse unseen.
+const NEAR_FRONT_S: u64 = 60;
+
+/// Whether this buyer's turn may come within `NEAR_FRONT_S`: by the low end of its wait, or,
+/// before any outflow is measured, by a minute at the rate the organizer set.
+pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
+    let Update::Waiting {
+        position, range, ..
+    } = update
+    else {
+        return false;
+    };
+    match range {
+        Some((low, _)) => *low <= NEAR_FRONT_S,
+        None => *position < snap.rate_per_min.max(1),
+    }
+}
+
 pub fn next_read_s(snap: &Snapshot, update: &Update) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
@@ -201,6 +223,28 @@ mod tests {
             ..fifo(1101)
         };
         assert!(read(&s, &other, None).is_none());
+    }
+
+    #[test]
+    fn a_buyer_is_near_the_front_within_a_minute_of_its_turn() {
+        let s = snap(serde_json::json!({
+            "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "prequeue_left": 0, "outflow_per_min": 600.0, "outflow_spread": 0.1,
+            "rate_per_min": 900, "retry_after_s": 2, "read_within_s": 49,
+        }));
+        let waiting = |seq| read(&s, &fifo(seq), None).expect("told by the snapshot");
+        // 600 ahead at 10 a second: 60.1 s at best ÷ 1.2, so within the minute.
+        assert!(near_front(&s, &waiting(701)));
+        assert!(!near_front(&s, &waiting(1_001)));
+        // No outflow measured yet: a minute at the rate set (900 ahead).
+        let young = snap(serde_json::json!({
+            "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "rate_per_min": 900,
+        }));
+        let place = |seq| read(&young, &fifo(seq), None).expect("told by the snapshot");
+        assert!(near_front(&young, &place(999)));
+        assert!(!near_front(&young, &place(1_001)));
+        assert!(!near_front(&s, &Update::Paused));
     }
 
     #[test]

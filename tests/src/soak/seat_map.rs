@@ -62,6 +62,7 @@ pub async fn available(ctx: &Ctx, plan: &Plan) -> Arc<Vec<String>> {
             receipt: None,
             if_none_match: cached.as_ref().map(|(etag, _)| etag.as_str()),
             raw: true,
+            near_front: false,
         })
         .await;
     let Some(answer) = answer else {

@@ -192,6 +192,7 @@ impl Waiter<'_> {
         let claims = page::Claims::of(self.token);
         let mut last: Option<(page::Snapshot, Option<String>)> = None;
         let mut score: Option<Option<f64>> = None;
+        let mut near_front = false;
         loop {
             if Instant::now() >= self.ctx.deadline {
                 return Turn::TimedOut;
@@ -210,6 +211,7 @@ impl Waiter<'_> {
                     receipt: None,
                     if_none_match: last.as_ref().and_then(|l| l.1.as_deref()),
                     raw: true,
+                    near_front,
                 })
                 .await;
             self.ctx
@@ -226,7 +228,8 @@ impl Waiter<'_> {
                     {
                         last = Some((snap, a.etag));
                     }
-                    self.told_by(last.as_ref().map(|l| &l.0), claims.as_ref(), &mut score)
+                    let snap = last.as_ref().map(|l| &l.0);
+                    self.told_by(snap, claims.as_ref(), &mut score, &mut near_front)
                         .await
                 }
                 Some(a) => Err(a.retry_after_s.unwrap_or(2)),
@@ -244,13 +247,16 @@ impl Waiter<'_> {
     }
 
     /// What one snapshot means for this buyer: `Ok` with the end of the wait, or `Err` with
-    /// the seconds until the next read.
+    /// the seconds until the next read. `near_front` becomes whether the turn may come within
+    /// an offer's time of the next read.
     async fn told_by(
         &mut self,
         snap: Option<&page::Snapshot>,
         claims: Option<&page::Claims>,
         score: &mut Option<Option<f64>>,
+        near_front: &mut bool,
     ) -> Result<Turn, u64> {
+        *near_front = true;
         let (Some(snap), Some(claims)) = (snap, claims) else {
             return self.status_once().await;
         };
@@ -260,6 +266,7 @@ impl Waiter<'_> {
         let Some(update) = page::read(snap, claims, score.flatten()) else {
             return self.status_once().await;
         };
+        *near_front = page::near_front(snap, &update);
         let next = page::next_read_s(snap, &update);
         match update {
             page::Update::SoldOut => Ok(Turn::SoldOut),
