@@ -75,8 +75,8 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
     if let Some(place) = &place
         && !place.pre_queue
     {
-        ctx.stats
-            .arrival(plan.arrive_after.as_millis() as u64, place.seq);
+        let planned_ms = plan.arrive_after.as_millis() as u64;
+        ctx.stats.arrival(planned_ms, joined.sent_ms, place.seq);
     }
     let mut waiter = Waiter {
         ctx,
@@ -133,6 +133,12 @@ async fn wait_and_buy(
         // How wide the range was: high ÷ low in hundredths (a range from 0 counts as ×100).
         let ratio = (eta.high_s * 100).checked_div(eta.low_s).unwrap_or(10_000);
         ctx.stats.record("eta_ratio_pct", ratio);
+        // The range is the point ÷ (1 ± 2 spreads), so the point is the harmonic mean of its
+        // ends.
+        let (low, high) = (eta.low_s.max(1) as f64, eta.high_s.max(1) as f64);
+        let point = 2.0 / (1.0 / low + 1.0 / high);
+        ctx.stats
+            .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
     }
     if plan.leave == Leave::AtOffer {
         if let Some(mut ws) = ws {
@@ -151,6 +157,8 @@ async fn wait_and_buy(
 
 struct Joined {
     token: String,
+    /// When the first join request left for the gateway, ms since the run's start.
+    sent_ms: u64,
     sold_out: bool,
     eta: Option<super::waiting::Eta>,
     /// The chance shown with the join's answer, as `Waiter::chance`.
@@ -161,12 +169,18 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
     let path = format!("/api/events/{}/queue", ctx.event);
     // One key for the buyer's retries: a join whose answer was lost returns the same ticket.
     let key = uuid::Uuid::new_v4().to_string();
+    // When the first request reached the door: the buyer's arrival as the gateway can see it.
+    let mut first_sent = None;
     // A browser keeps trying while the gateway sheds load; the run's deadline bounds it.
     for _ in 0..60 {
         let asked = Instant::now();
         let answer = ctx
             .call(plan, Method::POST, &path, None, Some(&key), None)
             .await;
+        if let Some(a) = &answer {
+            first_sent.get_or_insert(a.sent);
+        }
+        let sent_ms = first_sent.map_or(0, |s| s.duration_since(ctx.start).as_millis() as u64);
         match answer {
             Some(a) if a.status.as_u16() == 201 => {
                 ctx.stats
@@ -191,6 +205,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                 });
                 return Some(Joined {
                     token,
+                    sent_ms,
                     sold_out: false,
                     eta,
                     chance,
@@ -199,6 +214,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
             Some(a) if a.code() == "sold_out" => {
                 return Some(Joined {
                     token: String::new(),
+                    sent_ms,
                     sold_out: true,
                     eta: None,
                     chance: None,

@@ -26,6 +26,9 @@ pub struct Answer {
     pub etag: Option<String>,
     /// The body's bytes, kept only for a `raw` call (the caller parses what it needs).
     pub raw: Option<bytes::Bytes>,
+    /// When the request left the soak's pool for the gateway: the moment a browser would have
+    /// sent it.
+    pub sent: tokio::time::Instant,
 }
 
 impl Answer {
@@ -165,6 +168,7 @@ impl Net {
             &self.other_in_flight
         };
         let _permit = pool.acquire().await.map_err(|_| "closed".to_owned())?;
+        let sent = tokio::time::Instant::now();
         let mut request = self
             .client()
             .request(call.method.clone(), url)
@@ -210,6 +214,7 @@ impl Net {
             retry_after_s,
             etag,
             raw,
+            sent,
         })
     }
 

@@ -46,7 +46,10 @@ pub struct Inputs<'a> {
     pub partial: &'a Partial,
     pub arrivals: u64,
     pub rate_per_min: u64,
+    /// By when each buyer's first join left for the gateway.
     pub fifo: Inversions,
+    /// By when each buyer was meant to arrive, the soak's own join backlog included.
+    pub fifo_planned: Inversions,
     /// When the last seat was sold, ms since the run's start.
     pub last_sale_ms: Option<u64>,
     pub cpu: &'a CpuSplit,
@@ -133,10 +136,14 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     figures.push(figure(
         "FIFO order kept: pairs arriving ≥ 1 s apart queued the other way round",
         format!(
-            "{} of {} pairs ({:.4} %)",
+            "{} of {} pairs ({:.4} %) by when each first join left for the gateway; by the \
+             planned arrival, the soak's own backlog of joins included: {} of {} ({:.4} %)",
             i.fifo.inverted,
             i.fifo.pairs,
-            i.fifo.share().unwrap_or(0.0) * 100.0
+            i.fifo.share().unwrap_or(0.0) * 100.0,
+            i.fifo_planned.inverted,
+            i.fifo_planned.pairs,
+            i.fifo_planned.share().unwrap_or(0.0) * 100.0
         ),
         "≤ 0.1 %",
         i.fifo.share().map(|s| s <= 0.001),
@@ -144,15 +151,21 @@ pub fn build(i: &Inputs<'_>) -> Storm {
 
     let ratio = p.histogram("eta_ratio_pct");
     let median_ratio = ratio.value_at_quantile(0.5) as f64 / 100.0;
+    let actual = p.histogram("eta_actual_pct");
+    let actual_at = |q: f64| actual.value_at_quantile(q) as f64 / 100.0;
     figures.push(figure(
         "first wait range shown contains the real wait",
         if p.eta_given == 0 {
             "no range shown".into()
         } else {
             format!(
-                "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}",
+                "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
+                 the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}",
                 pct(p.eta_inside, p.eta_given),
-                p.eta_given
+                p.eta_given,
+                actual_at(0.1),
+                actual_at(0.5),
+                actual_at(0.9)
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",

@@ -116,7 +116,11 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
     settle::wait(&store, &event, &config).await?;
     let final_stats = organizer.stats().await.unwrap_or_default();
     let ledger: Ledger = sim.ledger().await?;
-    let fifo = fifo::count(&partial.arrivals, fifo::GAP_MS);
+    // The gateway can keep only the order it was asked in: the verdict judges buyers by when
+    // their first join left for it. By the planned arrival, the soak's own backlog of joins
+    // not yet sent (its pool, its share of two cores) would count as the gateway's.
+    let fifo = fifo::count(&partial.door_arrivals, fifo::GAP_MS);
+    let fifo_planned = fifo::count(&partial.arrivals, fifo::GAP_MS);
     let last_sale_ms = last_sale_ms(&store, &event, start_ms).await?;
     let facts = verdict::Facts {
         fifo,
@@ -140,6 +144,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         arrivals: config.arrivals,
         rate_per_min: u64::from(config.rate_per_min),
         fifo,
+        fifo_planned,
         last_sale_ms,
         cpu: &cpu,
         window_s: config.window_s,

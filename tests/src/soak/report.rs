@@ -81,7 +81,10 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
     };
     let mut latency_map = BTreeMap::new();
     for name in super::stats::HISTOGRAMS {
-        if name == "sold_out_learned_at_ms" || name == "eta_ratio_pct" {
+        if matches!(
+            name,
+            "sold_out_learned_at_ms" | "eta_ratio_pct" | "eta_actual_pct"
+        ) {
             continue;
         }
         let h = p.histogram(name);

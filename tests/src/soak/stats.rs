@@ -37,12 +37,15 @@ impl Live {
 }
 
 /// Histogram names, in milliseconds unless said otherwise.
-pub const HISTOGRAMS: [&str; 10] = [
+pub const HISTOGRAMS: [&str; 11] = [
     "join_ms",
     // From the buyer's arrival to its queue token, across every shed and retried join.
     "arrival_to_token_ms",
     // The first wait range shown: high ÷ low, in hundredths (not milliseconds).
     "eta_ratio_pct",
+    // The real wait ÷ the first range's point (its harmonic middle), in hundredths: how wide a
+    // range would have had to be.
+    "eta_actual_pct",
     "queue_wait_ms",
     "claim_ms",
     "hold_won_ms",
@@ -82,6 +85,10 @@ pub struct Partial {
     /// after opening (the pre-queue is ordered by its seed, not by arrival).
     #[serde(default)]
     pub arrivals: Vec<(u64, u64)>,
+    /// The same buyers by when their first join request left the soak for the gateway: the
+    /// arrival the gateway can see, without the soak's own backlog of joins not yet sent.
+    #[serde(default)]
+    pub door_arrivals: Vec<(u64, u64)>,
     /// Chance of a seat: by tenth of the first chance stated (0–9), buyers who stayed for their
     /// turn, and those of them who held a seat; buyers shown no chance (`null`).
     #[serde(default)]
@@ -208,9 +215,13 @@ impl Stats {
         });
     }
 
-    /// A buyer who joined after opening: when it arrived, and the place it was given.
-    pub fn arrival(&self, arrived_ms: u64, seq: u64) {
-        self.with(|i| i.partial.arrivals.push((arrived_ms, seq)));
+    /// A buyer who joined after opening: when it was meant to arrive, when its first join
+    /// request left for the gateway, and the place it was given.
+    pub fn arrival(&self, planned_ms: u64, sent_ms: u64, seq: u64) {
+        self.with(|i| {
+            i.partial.arrivals.push((planned_ms, seq));
+            i.partial.door_arrivals.push((sent_ms, seq));
+        });
     }
 
     /// The first chance of a seat a staying buyer was shown (`None`: shown as unknown), and
@@ -303,6 +314,7 @@ impl Partial {
         self.sessions_claimed += other.sessions_claimed;
         self.cpu_s += other.cpu_s;
         self.arrivals.extend(other.arrivals);
+        self.door_arrivals.extend(other.door_arrivals);
         for (mine, theirs) in [
             (&mut self.chance_given, other.chance_given),
             (&mut self.chance_reached, other.chance_reached),

@@ -30,7 +30,8 @@ pub struct Verdict {
 /// What the run itself knows and the database cannot tell.
 pub struct Facts<'a> {
     pub partial: &'a Partial,
-    /// Pairs of buyers arriving a second or more apart, and those queued the other way round.
+    /// Pairs of buyers arriving a second or more apart (by when their first join left for the
+    /// gateway), and those queued the other way round.
     pub fifo: Inversions,
     /// Buyers who meant to buy (one seat each).
     pub demand: u64,
