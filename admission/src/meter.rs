@@ -138,9 +138,12 @@ impl Admission {
             }
             written?;
         }
-        let measured = lock(&handle.outflow).record(out.now, out.served);
-        // No estimate while nothing flows by design (paused, sold out, closed).
-        let measured = measured.filter(|_| state == EventState::Open);
+        let waiting = out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead;
+        let opened = out.now >= ms(control.opens_at);
+        // Offers flow only while open, opened and someone is in line: a quiet before the
+        // opening, a pause or an empty line says nothing of how fast the line moves.
+        let flowing = state == EventState::Open && opened && (waiting > 0 || out.open_offers > 0);
+        let measured = lock(&handle.outflow).record(out.now, out.served, flowing);
         let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
             seats_left: seats.available,
             held: seats.held_or_paying,
@@ -153,12 +156,11 @@ impl Admission {
             open_offers: out.open_offers,
             limit: control.max_seats_per_buyer,
         });
-        let waiting = out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead;
         let mut snapshot = Snapshot {
             event: event.to_owned(),
             version: control.version,
             state,
-            opened: out.now >= ms(control.opens_at),
+            opened,
             opens_at_ms: ms(control.opens_at),
             served: out.served,
             cursor: out.cursor,

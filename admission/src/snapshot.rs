@@ -126,7 +126,8 @@ impl Snapshot {
     }
 }
 
-/// Measured outflow: served counter samples over a sliding minute.
+/// Measured outflow: served counter samples over the sliding minute, taken only while offers
+/// can flow.
 #[derive(Debug, Default)]
 pub(crate) struct Outflow {
     samples: VecDeque<(UnixMs, u64)>,
@@ -149,10 +150,15 @@ const FIRST_SPREAD: f64 = 0.3;
 const YOUNG_SPREAD: f64 = 0.3;
 
 impl Outflow {
-    pub(crate) fn record(&mut self, at_ms: UnixMs, served: u64) -> Option<Measured> {
+    /// The outflow as of this tick; `flowing`: whether offers could go out (open, opened,
+    /// someone in line). Time when they could not is no measure: the minute starts again.
+    pub(crate) fn record(&mut self, at_ms: UnixMs, served: u64, flowing: bool) -> Option<Measured> {
         // A reset counter (Redis loss) restarts the measurement.
-        if self.samples.back().is_some_and(|&(_, s)| s > served) {
+        if !flowing || self.samples.back().is_some_and(|&(_, s)| s > served) {
             self.samples.clear();
+        }
+        if !flowing {
+            return None;
         }
         self.samples.push_back((at_ms, served));
         while self
@@ -215,7 +221,7 @@ mod tests {
         let mut last = None;
         for t in 0..ticks {
             served += per_tick(t);
-            last = outflow.record(t * 100, served);
+            last = outflow.record(t * 100, served, true);
         }
         last
     }
@@ -237,6 +243,24 @@ mod tests {
         let mut bursty = Outflow::default();
         let b = feed(&mut bursty, 900, |t| u64::from((t / 100) % 2 == 0) * 4).expect("measured");
         assert_eq!(b.spread, 0.4, "{b:?}");
-        assert!(Outflow::default().record(0, 0).is_none());
+        assert!(Outflow::default().record(0, 0, true).is_none());
+    }
+
+    #[test]
+    fn a_quiet_before_the_opening_does_not_slow_the_outflow() {
+        let mut o = Outflow::default();
+        // Ten minutes before the opening, then ten seconds at 10 offers a second.
+        for t in 0..6_000 {
+            assert!(o.record(t * 100, 0, false).is_none());
+        }
+        let mut last = None;
+        for t in 6_000..6_100 {
+            last = o.record(t * 100, (t - 6_000) as u64, true);
+        }
+        let m = last.expect("measured");
+        assert!((m.per_min - 600.0).abs() < 10.0, "{m:?}");
+        // A pause starts the minute again.
+        assert!(o.record(610_100, 100, false).is_none());
+        assert!(o.record(610_200, 101, true).is_none());
     }
 }
