@@ -153,12 +153,13 @@ impl Outflow {
     /// The outflow as of this tick; `flowing`: whether offers could go out (open, opened,
     /// someone in line). Time when they could not is no measure: the minute starts again.
     pub(crate) fn record(&mut self, at_ms: UnixMs, served: u64, flowing: bool) -> Option<Measured> {
-        // A reset counter (Redis loss) restarts the measurement.
-        if !flowing || self.samples.back().is_some_and(|&(_, s)| s > served) {
-            self.samples.clear();
-        }
         if !flowing {
+            self.samples.clear();
             return None;
+        }
+        // A reset counter (Redis loss) restarts the measurement.
+        if self.samples.back().is_some_and(|&(_, s)| s > served) {
+            self.samples.clear();
         }
         self.samples.push_back((at_ms, served));
         while self
