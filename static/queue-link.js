@@ -174,7 +174,7 @@ export class QueueLink {
       let update = updateFromSnapshot(snap, this.claims, await this.preQueueScore(snap));
       if (update) {
         const estimate = update.type === 'position' ? waitEstimate(snap, update.position) : null;
-        next = nextReadS(snap, update.position, estimate);
+        next = nextReadS(snap, update.position, estimate, Date.parse(read.headers.get('Date') || ''));
       } else {
         const { body } = await request('GET', `${base}/queue/status`, { token: this.token });
         next = Number(body.retry_after_s) || 5;
@@ -196,9 +196,15 @@ export class QueueLink {
     if (!this.isLive()) this.schedulePoll(next);
   }
 
-  /** A pre-queue ticket's score, once the seed is revealed at opening (asked once). */
+  /**
+   * A pre-queue ticket's score, once the seed is revealed at opening: from the snapshot's
+   * `seed`, or asked of `…/fairness` once from a server that publishes none there.
+   */
   async preQueueScore(snap) {
     if (!this.claims?.pre || !snap?.opened) return null;
+    if (this.score === undefined && typeof snap.seed === 'string') {
+      this.score = await preScore(snap.seed, this.claims.ticket);
+    }
     if (this.score === undefined) {
       try {
         const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/fairness`);

@@ -84,10 +84,18 @@ export function seatChance(snap, position) {
 /**
  * Seconds until the next snapshot read: the snapshot's own, longer far back but never past its
  * `read_within_s`, the spacing at which the whole crowd reads as often as the front can answer
- * (status.rs).
+ * (status.rs). Before the opening, a second past it (offers start then and last only the
+ * offer's seconds), judged by `serverNowMs` (the answer's Date header), never later than the
+ * snapshot's own interval.
  */
-export function nextReadS(snap, position, estimate) {
+export function nextReadS(snap, position, estimate, serverNowMs) {
   const floor = Number(snap?.retry_after_s) || 5;
+  if (snap?.state === 'pre_queue') {
+    const opens = Date.parse(snap.opens_at || '');
+    if (!Number.isFinite(opens) || !Number.isFinite(serverNowMs)) return floor;
+    const untilS = Math.floor(Math.max(0, opens - serverNowMs) / 1000);
+    return Math.min(untilS + 1, floor);
+  }
   if (snap?.state !== 'open' || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);
   let byPlace = Math.min(2 + Math.floor(position / 100), within);

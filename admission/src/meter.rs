@@ -188,6 +188,7 @@ impl Admission {
             ),
             mode: control.mode,
             message: control.message.clone(),
+            seed: opened.then(|| control.seed.clone()),
             public: Default::default(),
         };
         // Wake the sockets only when something they show changed: a tick that moved nobody

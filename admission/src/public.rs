@@ -66,6 +66,9 @@ struct Body<'a> {
     mode: Mode,
     /// The organizer's message, shown as plain text: `{text, level}` or `null`.
     message: Option<&'a QueueMessage>,
+    /// The pre-queue draw's seed once opened (`null` before): a pre-queue token's score is
+    /// HMAC-SHA256(seed, ticket id), as `…/fairness` proves.
+    seed: Option<&'a str>,
 }
 
 /// How soon a page should read the snapshot again (its own place may ask it less often).
@@ -113,6 +116,7 @@ pub(crate) fn render(snapshot: &Snapshot) -> Public {
         read_within_s: snapshot.read_within_s,
         mode: snapshot.mode,
         message: snapshot.message.as_ref(),
+        seed: snapshot.seed.as_deref(),
     };
     // Serializing plain numbers and strings cannot fail; an empty body would be answered as
     // "no tick yet" rather than panic.

@@ -70,6 +70,9 @@ pub struct Snapshot {
     pub mode: Mode,
     /// The organizer's message to everyone waiting.
     pub message: Option<QueueMessage>,
+    /// The pre-queue draw's seed, public from the opening (`fairness`): with it a pre-queue
+    /// page works out its own score, and so its place, from the snapshot alone.
+    pub seed: Option<String>,
     /// The public JSON of this snapshot, serialized once when the tick is published.
     #[serde(skip)]
     pub public: Public,

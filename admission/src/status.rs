@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::clock::UnixMs;
 use crate::snapshot::Snapshot;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -46,6 +47,27 @@ pub struct Status {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offer_expires_in_s: Option<u64>,
     pub retry_after_s: u64,
+}
+
+impl Status {
+    /// Before the opening the next read is due a second after it (offers start then, and each
+    /// lasts only the offer's seconds), and at least every `PRE_QUEUE_READ_S` before it.
+    pub(crate) fn until_opening(mut self, opens_at_ms: UnixMs, now_ms: UnixMs) -> Status {
+        if self.status == QueueStatus::PreQueue {
+            self.retry_after_s = pre_queue_read_s(opens_at_ms, now_ms);
+        }
+        self
+    }
+}
+
+/// The longest a pre-queue page goes between reads.
+const PRE_QUEUE_READ_S: u64 = 10;
+
+/// Seconds until a pre-queue page reads again: one past the opening, at most
+/// `PRE_QUEUE_READ_S` (`nextReadS` in `static/queue-snapshot.js` does the same).
+pub(crate) fn pre_queue_read_s(opens_at_ms: UnixMs, now_ms: UnixMs) -> u64 {
+    let until_s = u64::try_from(opens_at_ms.saturating_sub(now_ms)).unwrap_or(0) / 1000;
+    until_s.saturating_add(1).clamp(1, PRE_QUEUE_READ_S)
 }
 
 /// The outflow's spread assumed when none was published with it.
@@ -102,7 +124,8 @@ pub(crate) fn retry_after_s(
                 None => by_place,
             }
         }
-        QueueStatus::PreQueue | QueueStatus::Paused => 10,
+        QueueStatus::PreQueue => PRE_QUEUE_READ_S,
+        QueueStatus::Paused => 10,
         QueueStatus::SoldOut => 30,
         QueueStatus::Admitted | QueueStatus::OfferLapsed | QueueStatus::Closed => 60,
     }
@@ -168,6 +191,21 @@ mod tests {
         assert!(
             retry_after_s(QueueStatus::Waiting, Some(5000), None, FAR_BACK_READ_S)
                 > retry_after_s(QueueStatus::Waiting, Some(5), None, FAR_BACK_READ_S)
+        );
+    }
+
+    #[test]
+    fn a_pre_queue_page_reads_again_a_second_past_the_opening() {
+        let opens = 1_000_000;
+        assert_eq!(pre_queue_read_s(opens, opens - 60_000), 10);
+        assert_eq!(pre_queue_read_s(opens, opens - 3_400), 4);
+        assert_eq!(pre_queue_read_s(opens, opens + 500), 1);
+        let told = |status| build(status, Some(5), None, None).until_opening(opens, opens - 3_400);
+        assert_eq!(told(QueueStatus::PreQueue).retry_after_s, 4);
+        // Only the pre-queue is told of the opening.
+        assert_eq!(
+            told(QueueStatus::Paused).retry_after_s,
+            build(QueueStatus::Paused, Some(5), None, None).retry_after_s
         );
     }
 

@@ -62,7 +62,8 @@ impl Admission {
                 _ if control.paused => QueueStatus::Paused,
                 _ => QueueStatus::Waiting,
             };
-            return Ok(status::build(s, Some(ahead), Some(&snap), None));
+            return Ok(status::build(s, Some(ahead), Some(&snap), None)
+                .until_opening(ms(control.opens_at), self.inner.cfg.clock.now_ms()));
         }
         let (state, now) = match self.ticket_state(claims, &control).await {
             Ok(found) => found,
@@ -98,6 +99,7 @@ impl Admission {
                     }
                 };
                 status::build(s, Some(ahead), Some(&snap), None)
+                    .until_opening(ms(control.opens_at), now)
             }
         })
     }

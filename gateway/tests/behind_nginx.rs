@@ -2,8 +2,8 @@
 //! on a free loopback port: the waiting room's WebSocket passes through (join, positions, the
 //! offer, the claim), the gateway sees each buyer's own address in `X-Forwarded-For` (the
 //! per-address join limit counts buyers, not the proxy, and a forged header changes nothing),
-//! and the public queue snapshot is answered from nginx's cache: two reads within a second
-//! reach the gateway once.
+//! the public queue snapshot is answered from nginx's cache: two reads within a second reach
+//! the gateway once, and every join is logged with the time it reached the door and its key.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -81,6 +81,55 @@ async fn the_gateway_limits_joins_by_the_address_nginx_forwards() {
     assert_eq!(join(&first, Some("198.51.100.9")).await, 429);
     // Another buyer behind the same proxy has a limit of its own.
     assert_eq!(join(&second, None).await, 201);
+}
+
+#[tokio::test]
+async fn nginx_logs_when_each_join_reached_the_door() {
+    let app = spawn_app_with(Backends::Embedded, trusting_nginx).await;
+    let nginx = Nginx::start(app.base_url.trim_start_matches("http://"));
+    let event = app.create_event(10, json!({})).await;
+    let join_url = format!("http://{}/api/events/{event}/queue", nginx.addr);
+    let key = uuid::Uuid::new_v4().to_string();
+    let before_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
+    let client = reqwest::Client::new();
+    let joined = client
+        .post(&join_url)
+        .header("idempotency-key", &key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status().as_u16(), 201);
+    // Other requests are not logged: a snapshot read between two joins.
+    let snapshot = format!("{join_url}/snapshot");
+    client.get(&snapshot).send().await.unwrap();
+    // The log is written at least once a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let line = loop {
+        let log = std::fs::read_to_string(nginx.join_log()).unwrap_or_default();
+        if let Some(line) = log.lines().find(|l| l.ends_with(&key)) {
+            assert_eq!(log.lines().count(), 1, "only the join: {log}");
+            break line.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no line for {key} in the door log: {log:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let fields: Vec<&str> = line.split(' ').collect();
+    assert_eq!(fields.len(), 4, "{line}");
+    let at_s: f64 = fields[0].parse().unwrap();
+    let took_s: f64 = fields[1].parse().unwrap();
+    assert_eq!(fields[2], "201", "{line}");
+    let door_ms = (at_s - took_s) * 1000.0;
+    // nginx's clock is cached per event loop turn: within a second of the request.
+    assert!(
+        (door_ms - before_ms).abs() < 1_000.0,
+        "door {door_ms} against {before_ms}: {line}"
+    );
 }
 
 /// The gateway's count of answered snapshot requests, from its `/metrics`.

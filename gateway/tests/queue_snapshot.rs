@@ -114,6 +114,40 @@ async fn the_snapshot_is_public_cached_and_agrees_with_the_status() {
     unknown.answer.expect_problem(404, "not_found");
 }
 
+/// Before the opening a pre-queue buyer is told to read again a second past it (offers start
+/// then and last only the offer's seconds), and from the opening the snapshot carries the
+/// draw's seed, the one `…/fairness` reveals, so a page finds its place without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_queue_page_reads_at_the_opening_and_finds_the_seed_in_the_snapshot() {
+    let app = spawn_app(Backends::Embedded).await;
+    let opens_at = (time::OffsetDateTime::now_utc() + time::Duration::seconds(4))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let event = app
+        .create_event_with(
+            10,
+            json!({"opens_at": opens_at, "admission": {"rate_per_min": 60, "max_active": 100}}),
+        )
+        .await;
+    let queued = app.join_queue(&event).await;
+    let before = app.queue_status(&queued).await.expect(200);
+    assert_eq!(before.body["status"], "pre_queue", "{}", before.body);
+    let retry = before.body["retry_after_s"].as_u64().unwrap();
+    assert!((1..=5).contains(&retry), "{}", before.body);
+    let closed = app
+        .snapshot_until(&event, |s| s["state"] == "pre_queue")
+        .await;
+    assert!(
+        closed["seed"].is_null(),
+        "no seed before the opening: {closed}"
+    );
+    let opened = app.snapshot_until(&event, |s| s["opened"] == true).await;
+    let fairness = app.get(&format!("/api/events/{event}/fairness")).await;
+    assert_eq!(fairness.status, 200);
+    assert!(opened["seed"].is_string(), "{opened}");
+    assert_eq!(opened["seed"], fairness.body["seed"], "{opened}");
+}
+
 /// A buyer is shown a range and a chance from the join's own answer, before any read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_join_answer_carries_the_range_and_the_chance() {

@@ -73,3 +73,15 @@ test('far back, the page reads again within the snapshot\'s read_within_s', asyn
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, [40, 30, 60]), 15, 'half the soonest wait');
   assert.equal(nextReadS({ ...open, state: 'paused', retry_after_s: 5, read_within_s: 49 }, 400000, null), 5);
 });
+
+test('before the opening, the page reads again a second past it', async () => {
+  // Offers start at the opening and last only the offer's seconds: a pre-queue page that read
+  // ten seconds late would spend half its offer not knowing of it.
+  const { nextReadS } = await import('../../static/queue-snapshot.js');
+  const pre = { state: 'pre_queue', opened: false, retry_after_s: 10, opens_at: '2026-12-03T18:00:00Z' };
+  const opens = Date.parse(pre.opens_at);
+  assert.equal(nextReadS(pre, undefined, null, opens - 60_000), 10, 'a minute before: the usual interval');
+  assert.equal(nextReadS(pre, undefined, null, opens - 3_400), 4, 'a second past the opening');
+  assert.equal(nextReadS(pre, undefined, null, opens + 500), 1, 'opened by the clock, not yet in the snapshot');
+  assert.equal(nextReadS(pre, undefined, null, Number.NaN), 10, 'no Date header: the usual interval');
+});

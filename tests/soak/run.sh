@@ -13,7 +13,8 @@
 # configuration the runbook ships) in front of the gateways: the soak's buyers and the payment
 # webhooks then go through it, and its CPU is counted with the servers'. SOAK_PERF=OUT.txt samples
 # every process on the machine with `perf` for the soak's length and writes the top consumers
-# (by process and function) there. SOAK_PREBUILT=1 runs the debug binaries already in
+# (by process and function) there. SOAK_METRICS=OUT.txt saves each gateway's Prometheus metrics
+# as the soak ends (the gateway's own latency per route, beside the soak's). SOAK_PREBUILT=1 runs the debug binaries already in
 # target/debug (the test suite's, which `cargo test` left there) without building.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,6 +85,7 @@ for i in $(seq "$GATEWAYS"); do
   [ -n "$addr" ] || { echo "error: gateway $i did not start; its log:" >&2; tail -20 "$scratch/gateway-$i.log" >&2; exit 1; }
   gateway_urls+=("--gateway" "http://$addr")
 done
+direct_urls=("${gateway_urls[@]}")
 
 # With SOAK_PROXY=nginx every buyer reaches the gateways through nginx (on a free loopback port).
 case "${SOAK_PROXY:-}" in
@@ -105,7 +107,7 @@ case "${SOAK_PROXY:-}" in
     done
     curl -fsS -o /dev/null "http://127.0.0.1:$proxy_port/healthz" \
       || { echo "error: nginx did not start; its log:" >&2; cat "$scratch/nginx.log" "$scratch/nginx/error.log" >&2 2>/dev/null; exit 1; }
-    gateway_urls=("--gateway" "http://127.0.0.1:$proxy_port")
+    gateway_urls=("--gateway" "http://127.0.0.1:$proxy_port" "--door-log" "$scratch/nginx/joins.log")
     ;;
   *) echo "error: SOAK_PROXY=$SOAK_PROXY: only nginx is known" >&2; exit 2 ;;
 esac
@@ -135,6 +137,13 @@ fi
 status=0
 nice -n "${SOAK_NICE:-0}" "$bin/soak" "${gateway_urls[@]}" --organizer-key "$key" --database-url "$db_url" \
   --sim-url "$sim_url" --watch-pid "$watch" "$@" || status=$?
+if [ -n "${SOAK_METRICS:-}" ]; then
+  for ((g = 1; g < ${#direct_urls[@]}; g += 2)); do
+    echo "# ${direct_urls[$g]}/metrics"
+    curl -fsS "${direct_urls[$g]}/metrics" || echo "# (no answer)"
+  done >"$SOAK_METRICS"
+  echo "gateway metrics: $SOAK_METRICS" >&2
+fi
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid" 2>/dev/null || true
   wait "$perf_pid" 2>/dev/null || true

@@ -161,9 +161,13 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
     let mut partial = Partial::default();
     partial.counts.insert("admitted_met_503".into(), 1);
     let facts = verdict::Facts {
-        fifo: soak::fifo::Inversions {
-            pairs: 100,
-            inverted: 5,
+        fifo: soak::fifo::Judged {
+            inversions: soak::fifo::Inversions {
+                pairs: 100,
+                inverted: 5,
+            },
+            basis: "reached the door",
+            unlogged: Some(0),
         },
         partial: &partial,
         demand,
@@ -191,6 +195,28 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
         "{failed:?}"
     );
     assert!(failed.contains(&"FIFO order kept"), "{failed:?}");
+
+    // In order, but judged from a door log that lacks some who joined: not judged clean.
+    let unlogged = verdict::Facts {
+        fifo: soak::fifo::Judged {
+            inversions: soak::fifo::Inversions {
+                pairs: 100,
+                inverted: 0,
+            },
+            basis: "reached the door",
+            unlogged: Some(3),
+        },
+        ..facts
+    };
+    let judged = verdict::judge(&store, &event.parse().unwrap(), &ledger, &unlogged)
+        .await
+        .unwrap();
+    let fifo = judged
+        .checks
+        .iter()
+        .find(|c| c.name == "FIFO order kept")
+        .unwrap();
+    assert!(!fifo.ok, "{fifo:?}");
 
     let _ = stop.send(());
     let _ = gateway.await;

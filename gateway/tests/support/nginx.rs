@@ -65,6 +65,11 @@ impl Nginx {
         }
     }
 
+    /// The door log of joins (`deploy/nginx/floodgate.conf.in`, `floodgate_door`).
+    pub fn join_log(&self) -> PathBuf {
+        self.prefix.join("joins.log")
+    }
+
     /// A gateway handle whose requests go through nginx (buyer verbs, sockets and all).
     pub fn front(&self, organizer_key: &str) -> Gateway {
         let (stop, _) = tokio::sync::oneshot::channel();

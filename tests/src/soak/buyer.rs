@@ -76,7 +76,8 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         && !place.pre_queue
     {
         let planned_ms = plan.arrive_after.as_millis() as u64;
-        ctx.stats.arrival(planned_ms, joined.sent_ms, place.seq);
+        ctx.stats
+            .arrival(planned_ms, joined.sent_ms, place.seq, &joined.key);
     }
     let mut waiter = Waiter {
         ctx,
@@ -157,6 +158,8 @@ async fn wait_and_buy(
 
 struct Joined {
     token: String,
+    /// The join's Idempotency-Key, the same on every retry: the door log names it.
+    key: String,
     /// When the first join request left for the gateway, ms since the run's start.
     sent_ms: u64,
     sold_out: bool,
@@ -205,6 +208,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                 });
                 return Some(Joined {
                     token,
+                    key,
                     sent_ms,
                     sold_out: false,
                     eta,
@@ -214,6 +218,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
             Some(a) if a.code() == "sold_out" => {
                 return Some(Joined {
                     token: String::new(),
+                    key,
                     sent_ms,
                     sold_out: true,
                     eta: None,

@@ -147,6 +147,10 @@ pub struct Config {
     /// Extra processes whose CPU time is reported (besides those found by name).
     #[arg(long = "watch-pid", value_delimiter = ',')]
     pub watch_pids: Vec<u32>,
+    /// The proxy's log of joins (`deploy/nginx/`, `floodgate_door`): FIFO order is then
+    /// judged by when each join reached the door.
+    #[arg(long)]
+    pub door_log: Option<PathBuf>,
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -21,6 +21,17 @@ impl Inversions {
     }
 }
 
+/// The order the verdict judges, and by which clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub inversions: Inversions,
+    /// What the arrival is: when the first join "reached the door" (the proxy's log) or, with
+    /// no proxy, when it "left the soak".
+    pub basis: &'static str,
+    /// FIFO buyers missing from the door log (`None`: no log).
+    pub unlogged: Option<u64>,
+}
+
 /// The gap below which two arrivals are too close to call (clocks, one network round trip).
 pub const GAP_MS: u64 = 1_000;
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
-use super::fifo::Inversions;
+use super::fifo::{Inversions, Judged};
 use super::stats::{CHANCE_BUCKETS, Partial};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,8 +46,12 @@ pub struct Inputs<'a> {
     pub partial: &'a Partial,
     pub arrivals: u64,
     pub rate_per_min: u64,
-    /// By when each buyer's first join left for the gateway.
-    pub fifo: Inversions,
+    /// The order the verdict judges (by the door, with a proxy log).
+    pub fifo: Judged,
+    /// By when each buyer's first join left the soak.
+    pub fifo_sent: Inversions,
+    /// From the door (the proxy's log) to the token: p50, p99 and max ms.
+    pub door_to_token_ms: Option<(u64, u64, u64)>,
     /// By when each buyer was meant to arrive, the soak's own join backlog included.
     pub fifo_planned: Inversions,
     /// When the last seat was sold, ms since the run's start.
@@ -109,9 +113,15 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             "no join".into()
         } else {
             format!(
-                "{} ms / {} ms{}",
+                "{} ms / {} ms{}{}",
                 token.value_at_quantile(0.99),
                 token.max(),
+                i.door_to_token_ms
+                    .map(|(p50, p99, max)| format!(
+                        "; from the door (nginx read the join's first byte) to the token: \
+                         p50 {p50} ms, p99 {p99} ms, max {max} ms"
+                    ))
+                    .unwrap_or_default(),
                 i.limits
                     .map(|l| join_limit(i.arrivals, i.window_s, l.joins_per_s))
                     .unwrap_or_default()
@@ -136,17 +146,23 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     figures.push(figure(
         "FIFO order kept: pairs arriving ≥ 1 s apart queued the other way round",
         format!(
-            "{} of {} pairs ({:.4} %) by when each first join left for the gateway; by the \
-             planned arrival, the soak's own backlog of joins included: {} of {} ({:.4} %)",
-            i.fifo.inverted,
-            i.fifo.pairs,
-            i.fifo.share().unwrap_or(0.0) * 100.0,
-            i.fifo_planned.inverted,
-            i.fifo_planned.pairs,
-            i.fifo_planned.share().unwrap_or(0.0) * 100.0
+            "{} by when each first join {}{}; {} by when it left the soak; {} by the planned \
+             arrival, the soak's own backlog of joins included",
+            pairs(&i.fifo.inversions),
+            i.fifo.basis,
+            match i.fifo.unlogged {
+                Some(0) => " (nginx's join log)".to_owned(),
+                Some(n) => format!(" (nginx's join log, {n} buyers missing from it)"),
+                None => String::new(),
+            },
+            pairs(&i.fifo_sent),
+            pairs(&i.fifo_planned),
         ),
         "≤ 0.1 %",
-        i.fifo.share().map(|s| s <= 0.001),
+        i.fifo
+            .inversions
+            .share()
+            .map(|s| s <= 0.001 && i.fifo.unlogged.unwrap_or(0) == 0),
     ));
 
     let ratio = p.histogram("eta_ratio_pct");
@@ -316,6 +332,16 @@ fn polling_limit(told: u64, reads_per_s: f64) -> String {
     format!(
         "; limit by polling: {told} buyers ÷ {reads_per_s:.0} snapshot reads/s = {:.1} s",
         told as f64 / reads_per_s.max(1.0)
+    )
+}
+
+/// "N of M pairs (x %)".
+fn pairs(fifo: &Inversions) -> String {
+    format!(
+        "{} of {} pairs ({:.4} %)",
+        fifo.inverted,
+        fifo.pairs,
+        fifo.share().unwrap_or(0.0) * 100.0
     )
 }
 

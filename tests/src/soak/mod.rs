@@ -15,7 +15,8 @@
 //! - `shard`: one worker's share of the buyers; `workers`: re-executing as worker processes
 //! - `settle`, `verdict`: waiting for payments to settle, then judging
 //! - `baseline`: joins/s of a bare axum route (and of the gateway) with the same client
-//! - `fifo`: pairs of buyers queued against their arrival order
+//! - `fifo`: pairs of buyers queued against their arrival order; `door`: arrivals from the
+//!   proxy's log of joins
 //! - `figures`: the storm's figures against their targets
 //! - `cpu`, `report`: the CPU split and the final table / JSON
 
@@ -25,6 +26,7 @@ pub mod client;
 pub mod config;
 pub mod context;
 pub mod cpu;
+pub mod door;
 pub mod fifo;
 pub mod figures;
 pub mod order;
@@ -116,11 +118,29 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
     settle::wait(&store, &event, &config).await?;
     let final_stats = organizer.stats().await.unwrap_or_default();
     let ledger: Ledger = sim.ledger().await?;
-    // The gateway can keep only the order it was asked in: the verdict judges buyers by when
-    // their first join left for it. By the planned arrival, the soak's own backlog of joins
-    // not yet sent (its pool, its share of two cores) would count as the gateway's.
-    let fifo = fifo::count(&partial.door_arrivals, fifo::GAP_MS);
+    // The service can keep only the order its door saw: the verdict judges buyers by when their
+    // first join reached the proxy (its log), or with no proxy by when it left the soak. By
+    // the planned arrival, the soak's own backlog of joins not yet sent (its pool, its share
+    // of two cores) would count as the service's.
+    let fifo_sent = fifo::count(&partial.sent_arrivals, fifo::GAP_MS);
     let fifo_planned = fifo::count(&partial.arrivals, fifo::GAP_MS);
+    let door = config
+        .door_log
+        .as_deref()
+        .map(|path| door::read(path, &partial.join_keys))
+        .transpose()?;
+    let fifo = match &door {
+        Some(door) => fifo::Judged {
+            inversions: fifo::count(&door.arrivals, fifo::GAP_MS),
+            basis: "reached the door",
+            unlogged: Some(door.missing),
+        },
+        None => fifo::Judged {
+            inversions: fifo_sent,
+            basis: "left the soak",
+            unlogged: None,
+        },
+    };
     let last_sale_ms = last_sale_ms(&store, &event, start_ms).await?;
     let facts = verdict::Facts {
         fifo,
@@ -144,6 +164,14 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         arrivals: config.arrivals,
         rate_per_min: u64::from(config.rate_per_min),
         fifo,
+        fifo_sent,
+        door_to_token_ms: door.as_ref().and_then(|d| {
+            Some((
+                d.door_to_token_at(0.5)?,
+                d.door_to_token_at(0.99)?,
+                d.door_to_token_at(1.0)?,
+            ))
+        }),
         fifo_planned,
         last_sale_ms,
         cpu: &cpu,

@@ -6,6 +6,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
+use time::format_description::well_known::Rfc3339;
 
 /// The queue token's claims a page reads (the payload is readable; the server checks it).
 pub struct Claims {
@@ -60,6 +61,11 @@ pub struct Snapshot {
     #[serde(default)]
     pub retry_after_s: u64,
     pub read_within_s: Option<u64>,
+    /// When the queue opens (RFC 3339).
+    #[serde(default)]
+    pub opens_at: String,
+    /// The pre-queue draw's seed, once opened.
+    pub seed: Option<String>,
 }
 
 /// What the snapshot told the page; `None` from `read` when only the server can say.
@@ -130,7 +136,8 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
 }
 
 /// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
-/// its `read_within_s` nor half the soonest expected wait.
+/// its `read_within_s` nor half the soonest expected wait; before the opening, a second past
+/// it by the server's clock (`now_ms`, UNIX ms; the soak shares the machine's clock).
 /// How soon a turn counts as near: within this many seconds, the soak sends the buyer's reads
 /// from the pool kept for turns, so a read waiting behind the far-back crowd's cannot let an
 /// offer lapse unseen.
@@ -151,12 +158,19 @@ pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
     }
 }
 
-pub fn next_read_s(snap: &Snapshot, update: &Update) -> u64 {
+pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
     } else {
         5
     };
+    if snap.state == "pre_queue" {
+        let Ok(opens) = time::OffsetDateTime::parse(&snap.opens_at, &Rfc3339) else {
+            return floor;
+        };
+        let opens_ms = u64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+        return (opens_ms.saturating_sub(now_ms) / 1000 + 1).min(floor);
+    }
     let Update::Waiting { position, .. } = update else {
         return floor;
     };
@@ -211,7 +225,8 @@ mod tests {
                     position,
                     range,
                     chance: None
-                }
+                },
+                0
             ),
             12
         );
@@ -257,5 +272,19 @@ mod tests {
             (7, true, "e9", "t1")
         );
         assert!(Claims::of("not-a-token").is_none());
+    }
+
+    #[test]
+    fn a_pre_queue_page_reads_again_a_second_past_the_opening() {
+        let s = snap(serde_json::json!({
+            "state": "pre_queue", "opened": false, "epoch": "e1",
+            "prequeue_served_through": null, "outflow_per_min": null, "outflow_spread": null,
+            "seat_model": null, "read_within_s": 2, "retry_after_s": 10,
+            "opens_at": "2026-12-03T18:00:00Z",
+        }));
+        let opens: u64 = 1_796_320_800_000;
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 60_000), 10);
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 3_400), 4);
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens + 500), 1);
     }
 }

@@ -88,7 +88,10 @@ pub struct Partial {
     /// The same buyers by when their first join request left the soak for the gateway: the
     /// arrival the gateway can see, without the soak's own backlog of joins not yet sent.
     #[serde(default)]
-    pub door_arrivals: Vec<(u64, u64)>,
+    pub sent_arrivals: Vec<(u64, u64)>,
+    /// The same buyers by their join's Idempotency-Key, to find them in the proxy's door log.
+    #[serde(default)]
+    pub join_keys: Vec<(String, u64)>,
     /// Chance of a seat: by tenth of the first chance stated (0–9), buyers who stayed for their
     /// turn, and those of them who held a seat; buyers shown no chance (`null`).
     #[serde(default)]
@@ -217,10 +220,11 @@ impl Stats {
 
     /// A buyer who joined after opening: when it was meant to arrive, when its first join
     /// request left for the gateway, and the place it was given.
-    pub fn arrival(&self, planned_ms: u64, sent_ms: u64, seq: u64) {
+    pub fn arrival(&self, planned_ms: u64, sent_ms: u64, seq: u64, key: &str) {
         self.with(|i| {
             i.partial.arrivals.push((planned_ms, seq));
-            i.partial.door_arrivals.push((sent_ms, seq));
+            i.partial.sent_arrivals.push((sent_ms, seq));
+            i.partial.join_keys.push((key.to_owned(), seq));
         });
     }
 
@@ -314,7 +318,8 @@ impl Partial {
         self.sessions_claimed += other.sessions_claimed;
         self.cpu_s += other.cpu_s;
         self.arrivals.extend(other.arrivals);
-        self.door_arrivals.extend(other.door_arrivals);
+        self.sent_arrivals.extend(other.sent_arrivals);
+        self.join_keys.extend(other.join_keys);
         for (mine, theirs) in [
             (&mut self.chance_given, other.chance_given),
             (&mut self.chance_reached, other.chance_reached),

@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use crate::invariants::check_invariants;
 
-use super::fifo::Inversions;
+use super::fifo::Judged;
 use super::stats::Partial;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,9 +30,9 @@ pub struct Verdict {
 /// What the run itself knows and the database cannot tell.
 pub struct Facts<'a> {
     pub partial: &'a Partial,
-    /// Pairs of buyers arriving a second or more apart (by when their first join left for the
-    /// gateway), and those queued the other way round.
-    pub fifo: Inversions,
+    /// Pairs of buyers arriving a second or more apart (by when their first join reached the
+    /// door), and those queued the other way round.
+    pub fifo: Judged,
     /// Buyers who meant to buy (one seat each).
     pub demand: u64,
     pub seat_count: u64,
@@ -260,23 +260,31 @@ pub async fn judge(
 
     // Arrival order is the queue's order (after opening): a buyer shed at the door must not
     // end up behind people who arrived long after.
-    let share = facts.fifo.share().unwrap_or(0.0);
+    let fifo = facts.fifo.inversions;
+    let share = fifo.share().unwrap_or(0.0);
+    let mut breaches = Vec::new();
+    if share > MAX_FIFO_INVERSIONS {
+        breaches.push(format!(
+            "{} of {} pairs arriving ≥ 1 s apart were queued the other way round ({:.3} %)",
+            fifo.inverted,
+            fifo.pairs,
+            share * 100.0
+        ));
+    }
+    if let Some(missing) = facts.fifo.unlogged.filter(|&m| m > 0) {
+        breaches.push(format!(
+            "{missing} buyers who joined are missing from the door log: order unjudged"
+        ));
+    }
     checks.push(check(
         "FIFO order kept",
-        if share > MAX_FIFO_INVERSIONS {
-            vec![format!(
-                "{} of {} pairs arriving ≥ 1 s apart were queued the other way round ({:.3} %)",
-                facts.fifo.inverted,
-                facts.fifo.pairs,
-                share * 100.0
-            )]
-        } else {
-            Vec::new()
-        },
+        breaches,
         format!(
-            "{} of {} pairs arriving ≥ 1 s apart queued the other way round (at most {:.1} %)",
-            facts.fifo.inverted,
-            facts.fifo.pairs,
+            "{} of {} pairs arriving ≥ 1 s apart (by when each first join {}) queued the other \
+             way round (at most {:.1} %)",
+            fifo.inverted,
+            fifo.pairs,
+            facts.fifo.basis,
             MAX_FIFO_INVERSIONS * 100.0
         ),
     ));

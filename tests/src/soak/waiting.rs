@@ -261,13 +261,16 @@ impl Waiter<'_> {
             return self.status_once().await;
         };
         if claims.pre && snap.opened && score.is_none() {
-            *score = Some(self.pre_score(claims).await);
+            *score = Some(match &snap.seed {
+                Some(seed) => Some(admission::pre_score(seed, &claims.ticket)),
+                None => self.pre_score(claims).await,
+            });
         }
         let Some(update) = page::read(snap, claims, score.flatten()) else {
             return self.status_once().await;
         };
         *near_front = page::near_front(snap, &update);
-        let next = page::next_read_s(snap, &update);
+        let next = page::next_read_s(snap, &update, super::context::unix_ms());
         match update {
             page::Update::SoldOut => Ok(Turn::SoldOut),
             page::Update::Closed => Ok(Turn::Closed),
