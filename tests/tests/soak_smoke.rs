@@ -160,15 +160,17 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
     // buyer answered 503, and 5 of 100 pairs queued against their arrival order.
     let mut partial = Partial::default();
     partial.counts.insert("admitted_met_503".into(), 1);
-    let facts = verdict::Facts {
-        fifo: soak::fifo::Judged {
-            inversions: soak::fifo::Inversions {
-                pairs: 100,
-                inverted: 5,
-            },
-            basis: "reached the door",
-            unlogged: Some(0),
+    // FIFO judged from the door log: `inverted` of 100 pairs, `unlogged` buyers missing from it.
+    let door = |inverted, unlogged| soak::fifo::Judged {
+        inversions: soak::fifo::Inversions {
+            pairs: 100,
+            inverted,
         },
+        basis: "reached the door",
+        unlogged: Some(unlogged),
+    };
+    let facts = verdict::Facts {
+        fifo: door(5, 0),
         partial: &partial,
         demand,
         seat_count,
@@ -198,14 +200,7 @@ async fn a_tiny_on_sale_is_clean_and_a_removed_sale_is_caught() {
 
     // In order, but judged from a door log that lacks some who joined: not judged clean.
     let unlogged = verdict::Facts {
-        fifo: soak::fifo::Judged {
-            inversions: soak::fifo::Inversions {
-                pairs: 100,
-                inverted: 0,
-            },
-            basis: "reached the door",
-            unlogged: Some(3),
-        },
+        fifo: door(0, 3),
         ..facts
     };
     let judged = verdict::judge(&store, &event.parse().unwrap(), &ledger, &unlogged)
