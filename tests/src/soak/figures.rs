@@ -146,8 +146,8 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     figures.push(figure(
         "FIFO order kept: pairs arriving ≥ 1 s apart queued the other way round",
         format!(
-            "{} by when each first join {}{}; {} by when it left the soak; {} by the planned \
-             arrival, the soak's own backlog of joins included",
+            "{} by when each first join {}{}{}; {} by the planned arrival, the soak's own \
+             backlog of joins included",
             pairs(&i.fifo.inversions),
             i.fifo.basis,
             match i.fifo.unlogged {
@@ -155,7 +155,12 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 Some(n) => format!(" (nginx's join log, {n} buyers missing from it)"),
                 None => String::new(),
             },
-            pairs(&i.fifo_sent),
+            // Judged at the door, the count by when each join left the soak goes beside it.
+            if i.fifo.unlogged.is_some() {
+                format!("; {} by when it left the soak", pairs(&i.fifo_sent))
+            } else {
+                String::new()
+            },
             pairs(&i.fifo_planned),
         ),
         "≤ 0.1 %",
