@@ -196,23 +196,10 @@ export class QueueLink {
     if (!this.isLive()) this.schedulePoll(next);
   }
 
-  /**
-   * A pre-queue ticket's score, once the seed is revealed at opening: from the snapshot's
-   * `seed`, or asked of `…/fairness` once from a server that publishes none there.
-   */
+  /** A pre-queue ticket's score, from the seed every snapshot carries from the opening on. */
   async preQueueScore(snap) {
-    if (!this.claims?.pre || !snap?.opened) return null;
-    if (this.score === undefined && typeof snap.seed === 'string') {
-      this.score = await preScore(snap.seed, this.claims.ticket);
-    }
-    if (this.score === undefined) {
-      try {
-        const { body } = await request('GET', `/api/events/${encodeURIComponent(this.event)}/fairness`);
-        this.score = body?.seed ? await preScore(body.seed, this.claims.ticket) : null;
-      } catch {
-        return null;
-      }
-    }
+    if (!this.claims?.pre || typeof snap?.seed !== 'string') return null;
+    this.score ??= await preScore(snap.seed, this.claims.ticket);
     return this.score;
   }
 }

@@ -191,7 +191,7 @@ impl Waiter<'_> {
         let snapshot_path = format!("/api/events/{event}/queue/snapshot");
         let claims = page::Claims::of(self.token);
         let mut last: Option<(page::Snapshot, Option<String>)> = None;
-        let mut score: Option<Option<f64>> = None;
+        let mut score: Option<f64> = None;
         let mut near_front = false;
         loop {
             if Instant::now() >= self.ctx.deadline {
@@ -253,20 +253,20 @@ impl Waiter<'_> {
         &mut self,
         snap: Option<&page::Snapshot>,
         claims: Option<&page::Claims>,
-        score: &mut Option<Option<f64>>,
+        score: &mut Option<f64>,
         near_front: &mut bool,
     ) -> Result<Turn, u64> {
         *near_front = true;
         let (Some(snap), Some(claims)) = (snap, claims) else {
             return self.status_once().await;
         };
-        if claims.pre && snap.opened && score.is_none() {
-            *score = Some(match &snap.seed {
-                Some(seed) => Some(admission::pre_score(seed, &claims.ticket)),
-                None => self.pre_score(claims).await,
-            });
+        if claims.pre && score.is_none() {
+            *score = snap
+                .seed
+                .as_deref()
+                .map(|seed| admission::pre_score(seed, &claims.ticket));
         }
-        let Some(update) = page::read(snap, claims, score.flatten()) else {
+        let Some(update) = page::read(snap, claims, *score) else {
             return self.status_once().await;
         };
         *near_front = page::near_front(snap, &update);
@@ -289,17 +289,6 @@ impl Waiter<'_> {
                 Err(next)
             }
         }
-    }
-
-    /// The revealed seed's score for this pre-queue ticket, asked once as the page does.
-    async fn pre_score(&self, claims: &page::Claims) -> Option<f64> {
-        let path = format!("/api/events/{}/fairness", self.ctx.event);
-        let answer = self
-            .ctx
-            .call(self.plan, Method::GET, &path, None, None, None)
-            .await?;
-        let seed = answer.body.get("seed")?.as_str()?;
-        Some(admission::pre_score(seed, &claims.ticket))
     }
 
     /// One read of the per-token status, when the turn may have come.
