@@ -49,14 +49,35 @@ export function placeFromSnapshot(snap, claims, score) {
   return Math.floor((left * (score - frontier)) / (1 - frontier));
 }
 
-/** [point, low, high] seconds for `position` ahead (status.rs `wait_estimate`), or null. */
+/**
+ * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
+ * first offers go out at the rate while the cap has free places, the rest as places free, at
+ * most `size ÷ held` a second; null while offers are held, or beyond the free places before
+ * the time a place is held is known.
+ */
 export function waitEstimate(snap, position) {
-  const perMin = snap?.outflow_per_min;
-  if (typeof perMin !== 'number' || perMin <= 0 || typeof position !== 'number') return null;
-  const spread = Math.min(0.4, Math.max(0.1, typeof snap.outflow_spread === 'number' ? snap.outflow_spread : 0.4));
-  const point = (position + 1) / (perMin / 60);
-  const low = Math.floor(point / (1 + 2 * spread));
-  const high = Math.max(Math.ceil(point / (1 - 2 * spread)), low + 1);
+  const cap = snap?.cap;
+  const rate = (Number(cap?.offer_rate_per_min) || 0) / 60;
+  if (!cap || rate <= 0 || typeof position !== 'number') return null;
+  const need = position + 1;
+  const first = Math.min(need, Number(cap.free) || 0);
+  const byRate = first / rate;
+  const beyond = need - first;
+  let fast = 0;
+  let slow = 0;
+  let spread = 0.1;
+  if (beyond > 0) {
+    const held = cap.held_s;
+    if (!Array.isArray(held) || !(held[0] > 0) || held[1] > held[0] * 2) return null;
+    const size = Math.max(1, Number(cap.size) || 0);
+    fast = beyond / Math.min(rate, size / held[0]);
+    slow = beyond / Math.min(rate, size / held[1]);
+    spread = typeof cap.held_spread === 'number' ? cap.held_spread : 0.1;
+  }
+  spread = Math.min(0.4, Math.max(0.1, spread));
+  const point = byRate + (fast + slow) / 2;
+  const low = Math.floor((byRate + fast) / (1 + 2 * spread));
+  const high = Math.max(Math.ceil((byRate + slow) / (1 - 2 * spread)), low + 1);
   return [Math.ceil(point), low, high];
 }
 

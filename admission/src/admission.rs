@@ -30,7 +30,7 @@ pub struct Joined {
     pub status: QueueStatus,
     pub position: Option<u64>,
     pub estimated_wait_s: Option<u64>,
-    /// The range the wait falls in (`status::wait_estimate`): a page shows this from its
+    /// The range the wait falls in (`wait::wait_estimate`): a page shows this from its
     /// first moment in line, never a bare point.
     pub estimated_wait_range_s: Option<(u64, u64)>,
     /// How likely a seat is left at this place (0–1; `None` when unknown).
@@ -88,11 +88,13 @@ pub struct Admitted {
     pub session_expires_at: OffsetDateTime,
 }
 
-/// One instance's view of an event: its change feed, cached controls and outflow samples.
+/// One instance's view of an event: its change feed, cached controls, outflow and turnover
+/// samples.
 pub(crate) struct EventHandle {
     pub(crate) feed: watch::Sender<Arc<Snapshot>>,
     pub(crate) control: Mutex<Option<Arc<Control>>>,
     pub(crate) outflow: Mutex<Outflow>,
+    pub(crate) turnover: Mutex<crate::turnover::Turnover>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
     /// The join count this instance last recorded for the timeline (`None`: not yet).
     pub(crate) last_joins_total: Mutex<Option<u64>>,
@@ -187,6 +189,7 @@ impl Admission {
                     })),
                     control: Mutex::new(None),
                     outflow: Mutex::new(Outflow::default()),
+                    turnover: Mutex::new(Default::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
                     last_joins_total: Mutex::new(None),
                     recovering: tokio::sync::Mutex::new(()),

@@ -12,6 +12,7 @@
 //! - `status`, `snapshot`: what buyers are told; the per-tick change feed
 //! - `public`: the public queue snapshot, serialized once per published tick
 //! - `chance`: the chance of a seat for a place in line
+//! - `turnover`, `wait`: how long a place under the cap is held, and the wait it gives
 //! - `forecast`: when the seats will run out, from the same model
 //! - `limit`: the join limit per client address
 //! - `modes`: pass-through, maintenance, fail-open and the organizer's message
@@ -41,6 +42,8 @@ mod snapshot;
 mod status;
 mod token;
 mod turn;
+mod turnover;
+mod wait;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -62,5 +65,6 @@ pub use modes::{MessageLevel, Mode, QueueMessage};
 pub use pressure::Pressure;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
-pub use status::{QueueStatus, Status, wait_estimate};
+pub use status::{QueueStatus, Status};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};
+pub use wait::{CapModel, wait_estimate};

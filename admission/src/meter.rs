@@ -14,12 +14,18 @@ use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
 use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
+use crate::wait::CapModel;
 
 /// What one tick did: the offers it made (join sequences, in queue order) and the snapshot.
 #[derive(Clone, Debug)]
 pub struct TickReport {
     pub offered: Vec<u64>,
     pub snapshot: Snapshot,
+}
+
+/// Seconds to a tenth, as published.
+fn round1(s: f64) -> f64 {
+    (s * 10.0).round() / 10.0
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -144,6 +150,13 @@ impl Admission {
         // opening, a pause or an empty line says nothing of how fast the line moves.
         let flowing = state == EventState::Open && opened && (waiting > 0 || out.open_offers > 0);
         let measured = lock(&handle.outflow).record(out.now, out.served, flowing);
+        let taken = active.saturating_add(out.open_offers);
+        let held = lock(&handle.turnover).record(
+            out.now,
+            taken,
+            out.served,
+            opened && state != EventState::Closed,
+        );
         let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
             seats_left: seats.available,
             held: seats.held_or_paying,
@@ -189,6 +202,18 @@ impl Admission {
             mode: control.mode,
             message: control.message.clone(),
             seed: opened.then(|| control.seed.clone()),
+            cap: Some(CapModel {
+                size: control.max_active,
+                free: u64::from(control.max_active).saturating_sub(taken),
+                // Offers flow only while open.
+                offer_rate_per_min: if state == EventState::Open {
+                    rate_per_min
+                } else {
+                    0
+                },
+                held_s: held.map(|h| [round1(h.low_s), round1(h.high_s)]),
+                held_spread: held.map(|h| (h.spread * 1000.0).round() / 1000.0),
+            }),
             public: Default::default(),
         };
         // Wake the sockets only when something they show changed: a tick that moved nobody

@@ -12,6 +12,7 @@ use time::format_description::well_known::Rfc3339;
 use crate::chance::SeatModel;
 use crate::modes::{Mode, QueueMessage};
 use crate::snapshot::{EventState, Snapshot};
+use crate::wait::CapModel;
 
 /// The bytes of the public JSON and their strong ETag (quoted). Equal to any other `Public`:
 /// the bytes follow from the snapshot's other fields, which decide equality.
@@ -51,7 +52,7 @@ struct Body<'a> {
     waiting: u64,
     served: u64,
     outflow_per_min: Option<f64>,
-    /// The outflow's relative variation (wait range: `status::wait_estimate`).
+    /// The outflow's relative variation over the last minute.
     outflow_spread: Option<f64>,
     rate_per_min: u32,
     seats_left: u64,
@@ -69,6 +70,9 @@ struct Body<'a> {
     /// The pre-queue draw's seed once opened (`null` before): a pre-queue token's score is
     /// HMAC-SHA256(seed, ticket id), as `…/fairness` proves.
     seed: Option<&'a str>,
+    /// What the wait is computed from: `{size, free, offer_rate_per_min, held_s, held_spread}`
+    /// (`wait` module docs).
+    cap: Option<&'a CapModel>,
 }
 
 /// How soon a page should read the snapshot again (its own place may ask it less often).
@@ -117,6 +121,7 @@ pub(crate) fn render(snapshot: &Snapshot) -> Public {
         mode: snapshot.mode,
         message: snapshot.message.as_ref(),
         seed: snapshot.seed.as_deref(),
+        cap: snapshot.cap.as_ref(),
     };
     // Serializing plain numbers and strings cannot fail; an empty body would be answered as
     // "no tick yet" rather than panic.

@@ -10,6 +10,7 @@ use crate::clock::UnixMs;
 use crate::modes::{Mode, QueueMessage};
 use crate::public::Public;
 use crate::token::QueueClaims;
+use crate::wait::CapModel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -52,7 +53,7 @@ pub struct Snapshot {
     pub epoch: String,
     pub at_ms: UnixMs,
     /// The outflow's variation: the relative spread of its 10-second samples over the last
-    /// minute, widened while the measurement is young (`status::wait_estimate`).
+    /// minute, widened while the measurement is young.
     pub outflow_spread: Option<f64>,
     /// The organizer's rate (offers per minute), before backpressure.
     pub rate_per_min: u32,
@@ -73,35 +74,47 @@ pub struct Snapshot {
     /// The pre-queue draw's seed, public from the opening (`fairness`): with it a pre-queue
     /// page works out its own score, and so its place, from the snapshot alone.
     pub seed: Option<String>,
+    /// What the wait is computed from: the cap, its free places, the rate offers go out at
+    /// and how long a place is held (`wait`); `None` before the first tick.
+    pub cap: Option<CapModel>,
     /// The public JSON of this snapshot, serialized once when the tick is published.
     #[serde(skip)]
     pub public: Public,
 }
 
 impl Snapshot {
-    /// The point estimate of the wait for `position` buyers ahead at the measured outflow;
-    /// `None` without one (the same figure `status` gives, for pushes from the snapshot).
     /// Equal but for the tick's time and the outflow estimate: nobody's place, the event's
     /// state and the counts shown are the same.
     pub fn same_queue(&self, other: &Snapshot) -> bool {
+        let cap = match (self.cap, other.cap) {
+            (Some(mine), Some(theirs)) => Some(CapModel {
+                held_s: mine.held_s,
+                held_spread: mine.held_spread,
+                ..theirs
+            }),
+            (_, theirs) => theirs,
+        };
         let comparable = Snapshot {
             at_ms: self.at_ms,
             outflow_per_min: self.outflow_per_min,
             outflow_spread: self.outflow_spread,
+            cap,
             ..other.clone()
         };
         *self == comparable
     }
 
+    /// The point estimate of the wait for `position` buyers ahead; `None` without one (the
+    /// same figure `status` gives, for pushes from the snapshot).
     pub fn estimated_wait_s(&self, position: u64) -> Option<u64> {
         self.wait_estimate(position).map(|(point, _, _)| point)
     }
 
     /// The wait for `position` buyers ahead: (point, low, high) seconds; `None` while nothing
-    /// flows (paused, sold out, before the first offer).
+    /// flows (paused, sold out, closed, before the opening) or while the cap's turnover is not
+    /// yet known for a place beyond its free ones (`wait`).
     pub fn wait_estimate(&self, position: u64) -> Option<(u64, u64, u64)> {
-        let spread = self.outflow_spread.unwrap_or(crate::status::UNKNOWN_SPREAD);
-        crate::status::wait_estimate(position, self.outflow_per_min, spread)
+        crate::wait::wait_estimate(position, self.cap.as_ref()?)
     }
 
     /// The chance (0–1) that `position` buyers ahead leave a seat: 0 when sold out, `None`

@@ -70,29 +70,6 @@ pub(crate) fn pre_queue_read_s(opens_at_ms: UnixMs, now_ms: UnixMs) -> u64 {
     until_s.saturating_add(1).clamp(1, PRE_QUEUE_READ_S)
 }
 
-/// The outflow's spread assumed when none was published with it.
-pub(crate) const UNKNOWN_SPREAD: f64 = 0.4;
-/// How many spreads either side of the measured outflow the range covers.
-const SPREADS: f64 = 2.0;
-
-/// The wait for `position` buyers ahead at the measured outflow: (point, low, high) seconds.
-/// `position + 1` offers must go out before this buyer's; the range divides that by the
-/// outflow plus and minus two spreads (`spread` = the outflow's relative variation, at least
-/// 0.1, at most 0.4, so the slow end stays finite), and is never a bare point. `None` without
-/// a measured outflow (paused, or nothing offered yet).
-pub fn wait_estimate(
-    position: u64,
-    outflow_per_min: Option<f64>,
-    spread: f64,
-) -> Option<(u64, u64, u64)> {
-    let per_s = outflow_per_min.filter(|f| *f > 0.0)? / 60.0;
-    let spread = spread.clamp(0.1, 0.4);
-    let point = (position as f64 + 1.0) / per_s;
-    let low = (point / (1.0 + SPREADS * spread)).floor() as u64;
-    let high = ((point / (1.0 - SPREADS * spread)).ceil() as u64).max(low + 1);
-    Some((point.ceil() as u64, low, high))
-}
-
 /// The longest a waiting page goes between two reads, far back in a small crowd.
 pub(crate) const FAR_BACK_READ_S: u64 = 120;
 
@@ -169,25 +146,26 @@ pub(crate) fn build(
 mod tests {
     use super::*;
     use crate::snapshot::EventState;
+    use crate::wait::CapModel;
 
-    fn flowing(per_min: f64, spread: f64) -> Snapshot {
+    /// Open, with the cap's places free: the rate decides the wait.
+    fn flowing(per_min: u32) -> Snapshot {
         Snapshot {
             state: EventState::Open,
-            outflow_per_min: Some(per_min),
-            outflow_spread: Some(spread),
+            cap: Some(CapModel {
+                size: 1_000_000,
+                free: 1_000_000,
+                offer_rate_per_min: per_min,
+                held_s: None,
+                held_spread: None,
+            }),
             read_within_s: FAR_BACK_READ_S,
             ..Snapshot::default()
         }
     }
 
     #[test]
-    fn wait_is_unknown_without_outflow_and_grows_with_position() {
-        assert_eq!(wait_estimate(10, None, 0.1), None);
-        assert_eq!(wait_estimate(10, Some(0.0), 0.1), None);
-        let (p, lo, hi) = wait_estimate(599, Some(600.0), 0.1).expect("outflow known");
-        assert_eq!((p, lo, hi), (60, 50, 75));
-        let (_, far_lo, far_hi) = wait_estimate(5_999, Some(600.0), 0.1).expect("known");
-        assert!(far_lo > hi && far_hi > far_lo);
+    fn far_back_reads_less_often() {
         assert!(
             retry_after_s(QueueStatus::Waiting, Some(5000), None, FAR_BACK_READ_S)
                 > retry_after_s(QueueStatus::Waiting, Some(5), None, FAR_BACK_READ_S)
@@ -244,29 +222,12 @@ mod tests {
     }
 
     #[test]
-    fn the_range_widens_with_the_outflows_variation_and_is_never_a_point() {
-        let (_, steady_lo, steady_hi) = wait_estimate(999, Some(600.0), 0.1).expect("known");
-        let (_, rough_lo, rough_hi) = wait_estimate(999, Some(600.0), 0.3).expect("known");
-        assert!(rough_lo < steady_lo && rough_hi > steady_hi);
-        // Out of bounds spreads are clamped: the slow end stays finite.
-        let (_, _, wild_hi) = wait_estimate(999, Some(600.0), 5.0).expect("known");
-        assert!(
-            (500..=501).contains(&wild_hi),
-            "{wild_hi}: five times the point at most"
-        );
-        for position in [0, 1, 7, 100] {
-            for per_min in [1.0, 60.0, 6_000.0, 600_000.0] {
-                let (_, lo, hi) = wait_estimate(position, Some(per_min), 0.1).expect("known");
-                assert!(lo < hi, "{position} at {per_min}/min: {lo}..{hi}");
-            }
-        }
-    }
-
-    #[test]
     fn paused_or_unmeasured_has_no_wait_but_keeps_the_chance() {
-        let mut paused = flowing(600.0, 0.1);
+        let mut paused = flowing(600);
         paused.state = EventState::Paused;
-        paused.outflow_per_min = None;
+        if let Some(cap) = paused.cap.as_mut() {
+            cap.offer_rate_per_min = 0;
+        }
         let st = build(QueueStatus::Paused, Some(10), Some(&paused), None);
         assert_eq!(st.estimated_wait_range_s, None);
         assert_eq!(st.seat_chance, None, "no seat model yet");
@@ -278,33 +239,18 @@ mod tests {
     fn a_fast_queue_shortens_the_poll_interval() {
         // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
         // poller is told to come back within 8 s rather than the 32 s its place alone gives.
-        let slow = build(
-            QueueStatus::Waiting,
-            Some(3000),
-            Some(&flowing(60.0, 0.1)),
-            None,
-        );
+        let slow = build(QueueStatus::Waiting, Some(3000), Some(&flowing(60)), None);
         assert_eq!(slow.retry_after_s, 32);
         let far = build(
             QueueStatus::Waiting,
             Some(400_000),
-            Some(&flowing(60.0, 0.1)),
+            Some(&flowing(60)),
             None,
         );
         assert_eq!(far.retry_after_s, 120);
-        let fast = build(
-            QueueStatus::Waiting,
-            Some(3000),
-            Some(&flowing(9000.0, 0.1)),
-            None,
-        );
+        let fast = build(QueueStatus::Waiting, Some(3000), Some(&flowing(9000)), None);
         assert_eq!(fast.retry_after_s, 8);
-        let front = build(
-            QueueStatus::Waiting,
-            Some(0),
-            Some(&flowing(9000.0, 0.1)),
-            None,
-        );
+        let front = build(QueueStatus::Waiting, Some(0), Some(&flowing(9000)), None);
         assert_eq!(front.retry_after_s, 1);
     }
 }

@@ -22,7 +22,8 @@ async fn join_offer_claim(kind: Kind) {
         let st = h.adm.status(&j.claims).await.expect("status");
         assert_eq!(st.status, QueueStatus::Waiting);
         assert_eq!(st.position, Some(i as u64), "buyers ahead of buyer {i}");
-        assert_eq!(st.estimated_wait_s, None, "no outflow measured yet");
+        // The cap has free places: the rate alone decides, ten offers a second.
+        assert_eq!(st.estimated_wait_s, Some(1), "{st:?}");
     }
     let early = h
         .adm
@@ -570,6 +571,55 @@ async fn change_feed(kind: Kind) {
 }
 every_backend!(change_feed);
 
+/// The cap turns over as offers lapse: the meter measures how long a place is held, and the
+/// wait beyond the free places follows it rather than the rate, which the outflow measured at
+/// the opening showed.
+async fn cap_turnover(kind: Kind) {
+    let h = Harness::new(kind, "turnover", |c| {
+        c.max_active = 20;
+        c.offer_s = 3;
+        c.rate_per_min = 600;
+    })
+    .await;
+    let joined = h.join_n(1_000).await;
+    // The opening: 20 places fill at 10 a second; nothing has freed, so nothing is said of the
+    // wait beyond them.
+    h.run(15, TICK).await;
+    let opening = h.adm.subscribe(&h.event).borrow().clone();
+    let cap = opening.cap.expect("the cap model");
+    assert_eq!((cap.size, cap.offer_rate_per_min), (20, 600), "{cap:?}");
+    assert_eq!(cap.held_s, None, "{cap:?}");
+    assert_eq!(opening.wait_estimate(500), None);
+    // A minute on: nobody claims, so every place is held the offer's 3 s (and up to a tick).
+    h.run(600, TICK).await;
+    let snap = h.adm.subscribe(&h.event).borrow().clone();
+    let cap = snap.cap.expect("the cap model");
+    let [low, high] = cap.held_s.expect("measured once places freed");
+    assert!(
+        (2.9..=3.5).contains(&low) && (2.9..=3.5).contains(&high),
+        "{cap:?}"
+    );
+    // 20 places every ~3.1 s: about 6.5 offers a second, not the rate's 10.
+    let last = joined.last().expect("joined");
+    let st = h.adm.status(&last.claims).await.expect("status");
+    let ahead = st.position.expect("still waiting");
+    let (low_s, high_s) = st.estimated_wait_range_s.expect("a range");
+    let by_turnover = (ahead + 1) as f64 * (low + high) / 2.0 / 20.0;
+    assert!(
+        (low_s as f64) <= by_turnover && by_turnover <= high_s as f64,
+        "{ahead} ahead: {low_s}–{high_s} s against {by_turnover:.0} s ({cap:?})"
+    );
+    assert!(
+        low_s as f64 > (ahead + 1) as f64 / 10.0,
+        "slower than the rate: {st:?}"
+    );
+    assert_eq!(
+        snap.wait_estimate(ahead).map(|w| (w.1, w.2)),
+        st.estimated_wait_range_s
+    );
+}
+every_backend!(cap_turnover);
+
 /// The public snapshot: serialized once per published tick (the same bytes and ETag until
 /// something moves), and a page's place, wait range and chance computed from it and a token
 /// agree with the per-token status.
@@ -599,6 +649,7 @@ async fn public_snapshot(kind: Kind) {
         "seats_per_buyer",
         "retry_after_s",
         "read_within_s",
+        "cap",
     ] {
         assert!(body.get(field).is_some(), "{field} missing from {body}");
     }

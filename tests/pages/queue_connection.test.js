@@ -51,9 +51,10 @@ function snapshotRetry(snap, token) {
   const position = snap.prequeue_left + c.seq - snap.fifo_served_through - 1;
   // Far back by place, but never past the spacing the whole crowd may read at.
   let byPlace = Math.min(2 + Math.floor(position / 100), snap.read_within_s);
-  if (typeof snap.outflow_per_min === 'number' && snap.outflow_per_min > 0) {
-    const spread = Math.min(0.4, Math.max(0.1, snap.outflow_spread ?? 0.4));
-    const low = Math.floor((position + 1) / (snap.outflow_per_min / 60) / (1 + 2 * spread));
+  // The cap has free places for this whole crowd, so the rate alone decides the soonest wait.
+  const cap = snap.cap;
+  if (cap && cap.offer_rate_per_min > 0 && position + 1 <= cap.free) {
+    const low = Math.floor((position + 1) / (cap.offer_rate_per_min / 60) / 1.2);
     byPlace = Math.min(byPlace, Math.max(Math.floor(low / 2), 1));
   }
   return Math.max(floor, byPlace);

@@ -135,11 +135,13 @@ async fn wait_and_buy(
         let ratio = (eta.high_s * 100).checked_div(eta.low_s).unwrap_or(10_000);
         ctx.stats.record("eta_ratio_pct", ratio);
         // The range is the point ÷ (1 ± 2 spreads), so the point is the harmonic mean of its
-        // ends.
+        // ends (near it when the time a place is held was itself a range).
         let (low, high) = (eta.low_s.max(1) as f64, eta.high_s.max(1) as f64);
         let point = 2.0 / (1.0 / low + 1.0 / high);
         ctx.stats
             .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
+    } else {
+        ctx.stats.count("offered_without_range");
     }
     if plan.leave == Leave::AtOffer {
         if let Some(mut ws) = ws {

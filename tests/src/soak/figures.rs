@@ -181,16 +181,22 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         } else {
             format!(
                 "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
-                 the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}",
+                 the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
+                 were shown no range (\"not known yet\") before their offer",
                 pct(p.eta_inside, p.eta_given),
                 p.eta_given,
                 actual_at(0.1),
                 actual_at(0.5),
-                actual_at(0.9)
+                actual_at(0.9),
+                p.get("offered_without_range")
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
-        (p.eta_given > 0).then(|| p.eta_inside * 100 >= p.eta_given * 80 && median_ratio <= 2.0),
+        // A buyer offered before any range was shown counts as one the range did not hold.
+        (p.eta_given > 0).then(|| {
+            p.eta_inside * 100 >= (p.eta_given + p.get("offered_without_range")) * 80
+                && median_ratio <= 2.0
+        }),
     ));
 
     let seat_chance_calibration = calibration(p);

@@ -53,7 +53,6 @@ pub struct Snapshot {
     #[serde(default)]
     pub prequeue_left: u64,
     pub outflow_per_min: Option<f64>,
-    pub outflow_spread: Option<f64>,
     #[serde(default)]
     pub rate_per_min: u64,
     /// The server's own model: `chance(p)` is the formula the page mirrors.
@@ -66,6 +65,8 @@ pub struct Snapshot {
     pub opens_at: String,
     /// The pre-queue draw's seed, once opened.
     pub seed: Option<String>,
+    /// What the wait is computed from: the server's model, as the page reads it.
+    pub cap: Option<admission::CapModel>,
 }
 
 /// What the snapshot told the page; `None` from `read` when only the server can say.
@@ -101,8 +102,7 @@ fn place(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<u64> {
 
 /// (point, low, high) seconds for `position` ahead: the server's formula, as `waitEstimate`.
 fn wait_estimate(snap: &Snapshot, position: u64) -> Option<(u64, u64, u64)> {
-    let spread = snap.outflow_spread.unwrap_or(0.4);
-    admission::wait_estimate(position, snap.outflow_per_min, spread)
+    admission::wait_estimate(position, snap.cap.as_ref()?)
 }
 
 fn seat_chance(snap: &Snapshot, position: u64) -> Option<f64> {
@@ -193,6 +193,14 @@ mod tests {
         serde_json::from_value(json).expect("snapshot")
     }
 
+    /// The cap with every place free: the rate alone decides the wait.
+    fn rate_bound(per_min: u32) -> serde_json::Value {
+        serde_json::json!({
+            "size": 1_000_000, "free": 1_000_000, "offer_rate_per_min": per_min,
+            "held_s": null, "held_spread": null,
+        })
+    }
+
     fn fifo(seq: u64) -> Claims {
         Claims {
             seq,
@@ -206,8 +214,8 @@ mod tests {
     fn a_far_back_fifo_buyer_reads_its_place_and_range_from_the_snapshot() {
         let s = snap(serde_json::json!({
             "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
-            "prequeue_left": 50, "outflow_per_min": 600.0, "outflow_spread": 0.1,
-            "retry_after_s": 2, "read_within_s": 49,
+            "prequeue_left": 50, "outflow_per_min": 600.0, "retry_after_s": 2,
+            "read_within_s": 49, "cap": rate_bound(600),
         }));
         let Some(Update::Waiting {
             position, range, ..
@@ -241,17 +249,34 @@ mod tests {
     }
 
     #[test]
+    fn beyond_the_free_places_the_range_follows_the_caps_turnover() {
+        // 450 places, 50 free, held 30 s: 1,000 ahead wait about 1 + 63 s, not the 22 s the
+        // rate alone would give.
+        let s = snap(serde_json::json!({
+            "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 0,
+            "prequeue_left": 0, "outflow_per_min": 2700.0, "retry_after_s": 2,
+            "read_within_s": 49, "cap": {"size": 450, "free": 50, "offer_rate_per_min": 2700,
+            "held_s": [30.0, 30.0], "held_spread": 0.05},
+        }));
+        let Some(Update::Waiting { range, .. }) = read(&s, &fifo(1_000), None) else {
+            panic!("told by the snapshot");
+        };
+        let (low, high) = range.expect("turnover known");
+        assert!(low <= 64 && high >= 64 && low > 22, "{low}–{high}");
+    }
+
+    #[test]
     fn a_buyer_is_near_the_front_within_a_minute_of_its_turn() {
         let s = snap(serde_json::json!({
             "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
-            "prequeue_left": 0, "outflow_per_min": 600.0, "outflow_spread": 0.1,
-            "rate_per_min": 900, "retry_after_s": 2, "read_within_s": 49,
+            "prequeue_left": 0, "outflow_per_min": 600.0, "rate_per_min": 900,
+            "retry_after_s": 2, "read_within_s": 49, "cap": rate_bound(600),
         }));
         let waiting = |seq| read(&s, &fifo(seq), None).expect("told by the snapshot");
         // 600 ahead at 10 a second: 60.1 s at best ÷ 1.2, so within the minute.
         assert!(near_front(&s, &waiting(701)));
         assert!(!near_front(&s, &waiting(1_001)));
-        // No outflow measured yet: a minute at the rate set (900 ahead).
+        // No wait known yet: a minute at the rate set (900 ahead).
         let young = snap(serde_json::json!({
             "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
             "rate_per_min": 900,
@@ -278,7 +303,7 @@ mod tests {
     fn a_pre_queue_page_reads_again_a_second_past_the_opening() {
         let s = snap(serde_json::json!({
             "state": "pre_queue", "opened": false, "epoch": "e1",
-            "prequeue_served_through": null, "outflow_per_min": null, "outflow_spread": null,
+            "prequeue_served_through": null, "outflow_per_min": null,
             "seat_model": null, "read_within_s": 2, "retry_after_s": 10,
             "opens_at": "2026-12-03T18:00:00Z",
         }));

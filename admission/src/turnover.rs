@@ -1,0 +1,190 @@
+//! How long a buyer keeps a place under the cap, measured by the meter.
+//!
+//! At most `max_active` buyers choose seats at once: an offer takes a place, and the place
+//! frees when the offer lapses or the session ends. Once the cap is full, offers go out only as
+//! fast as places free, `max_active ÷ W` a second, with `W` the mean time a place is held. Each
+//! tick gives the places taken (offers and sessions) and the offers made; over a sliding window
+//! that is the exposure `E` (place-seconds), the places entered `A` and the places freed `n`
+//! (taken before + entered − taken now). Then `E ÷ n` is `W` as Little's law gives it from the
+//! exits, and `E ÷ A` from the entries. In a steady sale both are `W`. While the sale starts,
+//! places fill faster than they free: `E ÷ A` is too short (most places have not run their
+//! course) and `E ÷ n` too long (only the quick ones have freed), so the two bound `W` and meet
+//! as the sale settles. The wait forecast (`wait.rs`) uses both ends.
+
+use std::collections::VecDeque;
+
+use crate::clock::UnixMs;
+
+/// How far back the measurement reaches: a few times the longest a place is usually held.
+const WINDOW_MS: i64 = 120_000;
+/// Places freed before `W` is given: fewer say little about the mean.
+const MIN_FREED: u64 = 20;
+
+/// The mean seconds a place is held, as a range, and how sure the count behind it is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Held {
+    pub low_s: f64,
+    pub high_s: f64,
+    /// `1 ÷ √n`: the relative error of a mean over `n` exits.
+    pub spread: f64,
+}
+
+/// Cumulative counts as of one tick.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    at_ms: UnixMs,
+    taken: u64,
+    served: u64,
+    /// Place-milliseconds since the measurement began.
+    exposure: f64,
+    entered: u64,
+    freed: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Turnover {
+    samples: VecDeque<Sample>,
+}
+
+impl Turnover {
+    /// Records a tick: `taken` places (sessions not ended plus open offers), `served` offers
+    /// ever made; `measuring` is false before the opening and once closed, which starts the
+    /// measurement again.
+    pub(crate) fn record(
+        &mut self,
+        at_ms: UnixMs,
+        taken: u64,
+        served: u64,
+        measuring: bool,
+    ) -> Option<Held> {
+        if !measuring {
+            self.samples.clear();
+            return None;
+        }
+        let next = match self.samples.back() {
+            // A reset counter (Redis loss) or a clock step back starts again.
+            Some(last) if last.served <= served && last.at_ms <= at_ms => {
+                let entered = served - last.served;
+                Sample {
+                    at_ms,
+                    taken,
+                    served,
+                    exposure: last.exposure + last.taken as f64 * (at_ms - last.at_ms) as f64,
+                    entered: last.entered + entered,
+                    freed: last.freed + (last.taken + entered).saturating_sub(taken),
+                }
+            }
+            _ => {
+                self.samples.clear();
+                Sample {
+                    at_ms,
+                    taken,
+                    served,
+                    exposure: 0.0,
+                    entered: 0,
+                    freed: 0,
+                }
+            }
+        };
+        self.samples.push_back(next);
+        while self
+            .samples
+            .front()
+            .is_some_and(|s| at_ms - s.at_ms > WINDOW_MS)
+        {
+            self.samples.pop_front();
+        }
+        let first = self.samples.front()?;
+        let freed = next.freed - first.freed;
+        if freed < MIN_FREED {
+            return None;
+        }
+        let exposure_s = (next.exposure - first.exposure) / 1000.0;
+        let by_exits = exposure_s / freed as f64;
+        let entered = next.entered - first.entered;
+        let by_entries = if entered == 0 {
+            by_exits
+        } else {
+            exposure_s / entered as f64
+        };
+        Some(Held {
+            low_s: by_exits.min(by_entries),
+            high_s: by_exits.max(by_entries),
+            spread: 1.0 / (freed as f64).sqrt(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sale where every place is held `hold_ms` and the meter refills the cap each tick.
+    fn sale(cap: u64, hold_ms: i64, until_ms: i64) -> Vec<Option<Held>> {
+        let mut t = Turnover::default();
+        // The opening's first tick, before the cap fills.
+        t.record(-100, 0, 0, true);
+        let mut started: VecDeque<i64> = VecDeque::new();
+        let mut served = 0;
+        let mut out = Vec::new();
+        for at in (0..=until_ms).step_by(100) {
+            while started.front().is_some_and(|s| at - s >= hold_ms) {
+                started.pop_front();
+            }
+            while (started.len() as u64) < cap {
+                started.push_back(at);
+                served += 1;
+            }
+            out.push(t.record(at, started.len() as u64, served, true));
+        }
+        out
+    }
+
+    #[test]
+    fn a_steady_sale_gives_the_time_a_place_is_held() {
+        // 300 places held 30 s each: both ends agree on 30 s once the window is past the start.
+        let held = sale(300, 30_000, 400_000);
+        let last = held.last().copied().flatten().expect("measured");
+        assert!((last.low_s - 30.0).abs() < 1.0, "{last:?}");
+        assert!((last.high_s - 30.0).abs() < 1.0, "{last:?}");
+        assert!(last.spread < 0.1, "{last:?}");
+    }
+
+    #[test]
+    fn at_the_opening_the_two_ends_bound_the_real_time() {
+        // Nothing freed yet: nothing is said.
+        let held = sale(300, 30_000, 60_000);
+        assert!(held[..290].iter().all(Option::is_none));
+        // Once places free, the range holds the real 30 s and narrows as the sale settles.
+        let early = held[320].expect("measured at 32 s");
+        assert!(early.low_s <= 30.0 && early.high_s >= 30.0, "{early:?}");
+        let later = held[600].expect("measured at 60 s");
+        assert!(later.low_s <= 30.0 && later.high_s >= 30.0, "{later:?}");
+        assert!(
+            later.high_s / later.low_s < early.high_s / early.low_s,
+            "{early:?} {later:?}"
+        );
+    }
+
+    #[test]
+    fn a_pause_keeps_measuring_and_a_reset_starts_again() {
+        let mut t = Turnover::default();
+        // 50 places held, 25 freed and refilled a second for a minute: 2 s a place.
+        let mut served = 50;
+        assert!(t.record(0, 50, served, true).is_none());
+        let mut last = None;
+        for s in 1..=60 {
+            served += 25;
+            last = t.record(s * 1000, 50, served, true);
+        }
+        let steady = last.expect("measured");
+        assert!((steady.low_s - 2.0).abs() < 0.01 && (steady.high_s - 2.0).abs() < 0.01);
+        // Paused: no offers, places still free; the exits still tell the time a place is held.
+        let paused = t.record(61_000, 25, served, true).expect("measured");
+        assert!(paused.high_s >= 2.0, "{paused:?}");
+        // A counter that went back (the queue state was lost) starts the measurement again.
+        assert!(t.record(62_000, 25, 10, true).is_none());
+        // Closed: nothing measured.
+        assert!(t.record(63_000, 25, 40, false).is_none());
+    }
+}

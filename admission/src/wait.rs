@@ -1,0 +1,137 @@
+//! The wait for a place in line, from what the cap and the rate allow.
+//!
+//! A buyer with `p` ahead is offered after `p + 1` offers. The first of them go out at the
+//! rate the meter offers at while the cap has free places; the rest only as places free, at
+//! most `max_active ÷ W` a second with `W` the mean time a place is held (`turnover.rs`), and
+//! never faster than the rate. `W` is known as a range (its two Little's-law ends); the wait's
+//! range takes the fast end from the short `W` and the slow end from the long one, then widens
+//! both by two relative errors of the count behind `W` (at least 0.1, at most 0.4), so it is
+//! never a bare point. While no place has freed often enough to say how long one is held, a
+//! place beyond the free ones has no estimate: the page says the wait is still being measured.
+//! `static/queue-snapshot.js` `waitEstimate` computes the same from the published model.
+
+use serde::{Deserialize, Serialize};
+
+/// How many relative errors either side the range covers.
+const SPREADS: f64 = 2.0;
+/// The relative error when the rate alone decides (offers go out tick by tick).
+const RATE_SPREAD: f64 = 0.1;
+/// `W`'s two ends further apart than this say too little to give a wait beyond the free places.
+const MAX_HELD_RATIO: f64 = 2.0;
+
+/// What the wait is computed from, published in the snapshot as `cap`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapModel {
+    /// The cap: buyers choosing seats at once (`max_active`).
+    pub size: u32,
+    /// Places free now: the cap less sessions not ended and open offers.
+    pub free: u64,
+    /// The rate the meter offers at now, backpressure included (0 while offers are held).
+    pub offer_rate_per_min: u32,
+    /// The mean seconds a place is held, low and high; `None` until enough have freed.
+    pub held_s: Option<[f64; 2]>,
+    /// The relative error of `held_s` (one over the root of the places freed behind it).
+    pub held_spread: Option<f64>,
+}
+
+/// The wait for `position` buyers ahead: (point, low, high) seconds; `None` while offers are
+/// held, or beyond the free places before the time a place is held is known.
+pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
+    let rate = f64::from(cap.offer_rate_per_min) / 60.0;
+    if rate <= 0.0 {
+        return None;
+    }
+    let need = position as f64 + 1.0;
+    let first = need.min(cap.free as f64);
+    let by_rate = first / rate;
+    let beyond = need - first;
+    let (fast, slow, spread) = if beyond > 0.0 {
+        let [short, long] = cap.held_s?;
+        if short <= 0.0 || long > short * MAX_HELD_RATIO {
+            return None;
+        }
+        let size = f64::from(cap.size.max(1));
+        (
+            beyond / rate.min(size / short),
+            beyond / rate.min(size / long),
+            cap.held_spread.unwrap_or(RATE_SPREAD),
+        )
+    } else {
+        (0.0, 0.0, RATE_SPREAD)
+    };
+    let spread = spread.clamp(0.1, 0.4);
+    let point = by_rate + (fast + slow) / 2.0;
+    let low = ((by_rate + fast) / (1.0 + SPREADS * spread)).floor() as u64;
+    let high = (((by_rate + slow) / (1.0 - SPREADS * spread)).ceil() as u64).max(low + 1);
+    Some((point.ceil() as u64, low, high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cap(free: u64, held_s: Option<[f64; 2]>, spread: f64) -> CapModel {
+        CapModel {
+            size: 450,
+            free,
+            offer_rate_per_min: 2_700,
+            held_s,
+            held_spread: held_s.map(|_| spread),
+        }
+    }
+
+    #[test]
+    fn within_the_free_places_the_rate_decides() {
+        // 45 offers a second: the 450th in line (449 ahead) is offered in ten seconds.
+        let (point, low, high) = wait_estimate(449, &cap(450, None, 0.1)).expect("rate known");
+        assert_eq!((point, low, high), (10, 8, 13));
+        // The next is beyond the free places, and how long a place is held is not known yet.
+        assert_eq!(wait_estimate(450, &cap(450, None, 0.1)), None);
+        // Even the first in line is given a range, not a point.
+        let (_, low, high) = wait_estimate(0, &cap(450, None, 0.1)).expect("rate known");
+        assert!(low < high, "{low}–{high}");
+    }
+
+    #[test]
+    fn beyond_the_free_places_the_cap_turns_over() {
+        // 450 places held 30 s: 15 free a second. 1,000 ahead, 50 free now: about 63 s beyond.
+        let c = cap(50, Some([30.0, 30.0]), 0.05);
+        let (point, low, high) = wait_estimate(999, &c).expect("known");
+        let expected = 50.0 / 45.0 + 950.0 / 15.0;
+        assert!(
+            (point as f64 - expected).abs() <= 1.0,
+            "{point} vs {expected}"
+        );
+        assert!(low as f64 <= expected && high as f64 >= expected);
+        assert!(high as f64 / low as f64 <= 1.6, "{low}–{high}");
+        // The measured outflow of the opening (the rate) would have said 22 s: a third of it.
+        assert!(point > 3 * 22 - 5);
+    }
+
+    #[test]
+    fn an_unsure_time_widens_the_range_and_an_unknown_one_gives_none() {
+        let sure = wait_estimate(999, &cap(0, Some([29.0, 31.0]), 0.05)).expect("known");
+        let unsure = wait_estimate(999, &cap(0, Some([20.0, 38.0]), 0.3)).expect("known");
+        assert!(
+            unsure.1 < sure.1 && unsure.2 > sure.2,
+            "{sure:?} {unsure:?}"
+        );
+        // Ends too far apart, or not measured: no wait beyond the free places.
+        assert_eq!(wait_estimate(999, &cap(0, Some([10.0, 60.0]), 0.1)), None);
+        assert_eq!(wait_estimate(999, &cap(0, None, 0.1)), None);
+        // ... but a place among the free ones still has one.
+        assert!(wait_estimate(10, &cap(50, None, 0.1)).is_some());
+    }
+
+    #[test]
+    fn a_fast_turnover_is_bounded_by_the_rate_and_held_offers_give_none() {
+        // Places held a second would free 450 a second; the rate lets 45 out.
+        let (point, _, _) = wait_estimate(899, &cap(0, Some([1.0, 1.0]), 0.05)).expect("known");
+        assert_eq!(point, 20);
+        let held = CapModel {
+            offer_rate_per_min: 0,
+            ..cap(450, Some([30.0, 30.0]), 0.05)
+        };
+        assert_eq!(wait_estimate(0, &held), None);
+    }
+}
