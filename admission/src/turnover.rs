@@ -5,7 +5,7 @@
 //! fast as places free, `max_active ÷ W` a second, with `W` the mean time a place is held. Each
 //! tick gives the places taken (offers and sessions) and the offers made; over a sliding window
 //! that is the exposure `E` (place-seconds), the places entered `A` and the places freed `n`
-//! (taken before + entered − taken now). Then `E ÷ n` is `W` as Little's law gives it from the
+//! (entered less the growth in places taken, between the window's ends). Then `E ÷ n` is `W` as Little's law gives it from the
 //! exits, and `E ÷ A` from the entries. In a steady sale both are `W`. While the sale starts,
 //! places fill faster than they free: `E ÷ A` is too short (most places have not run their
 //! course) and `E ÷ n` too long (only the quick ones have freed), so the two bound `W` and meet
@@ -37,8 +37,6 @@ struct Sample {
     served: u64,
     /// Place-milliseconds since the measurement began.
     exposure: f64,
-    entered: u64,
-    freed: u64,
 }
 
 #[derive(Debug, Default)]
@@ -61,30 +59,21 @@ impl Turnover {
             self.samples.clear();
             return None;
         }
-        let next = match self.samples.back() {
+        let exposure = match self.samples.back() {
             // A reset counter (Redis loss) or a clock step back starts again.
             Some(last) if last.served <= served && last.at_ms <= at_ms => {
-                let entered = served - last.served;
-                Sample {
-                    at_ms,
-                    taken,
-                    served,
-                    exposure: last.exposure + last.taken as f64 * (at_ms - last.at_ms) as f64,
-                    entered: last.entered + entered,
-                    freed: last.freed + (last.taken + entered).saturating_sub(taken),
-                }
+                last.exposure + last.taken as f64 * (at_ms - last.at_ms) as f64
             }
             _ => {
                 self.samples.clear();
-                Sample {
-                    at_ms,
-                    taken,
-                    served,
-                    exposure: 0.0,
-                    entered: 0,
-                    freed: 0,
-                }
+                0.0
             }
+        };
+        let next = Sample {
+            at_ms,
+            taken,
+            served,
+            exposure,
         };
         self.samples.push_back(next);
         while self
@@ -95,13 +84,17 @@ impl Turnover {
             self.samples.pop_front();
         }
         let first = self.samples.front()?;
-        let freed = next.freed - first.freed;
+        // Freed = entered − the growth in places taken, from the window's ends alone: a claim
+        // between its offer and its session is in neither count for a moment, and must not
+        // count as a place freed.
+        let entered = next.served - first.served;
+        let freed = i128::from(entered) - (i128::from(next.taken) - i128::from(first.taken));
+        let freed = u64::try_from(freed).unwrap_or(0);
         if freed < MIN_FREED {
             return None;
         }
         let exposure_s = (next.exposure - first.exposure) / 1000.0;
         let by_exits = exposure_s / freed as f64;
-        let entered = next.entered - first.entered;
         let by_entries = if entered == 0 {
             by_exits
         } else {
@@ -182,8 +175,14 @@ mod tests {
         // Paused: no offers, places still free; the exits still tell the time a place is held.
         let paused = t.record(61_000, 25, served, true).expect("measured");
         assert!(paused.high_s >= 2.0, "{paused:?}");
+        // A claim between its offer and its session is briefly in neither count: not a place
+        // freed.
+        let before = t.record(62_000, 50, served, true).expect("measured");
+        t.record(62_100, 49, served, true);
+        let after = t.record(62_200, 50, served, true).expect("measured");
+        assert!(after.high_s >= before.high_s, "{before:?} {after:?}");
         // A counter that went back (the queue state was lost) starts the measurement again.
-        assert!(t.record(62_000, 25, 10, true).is_none());
+        assert!(t.record(62_300, 25, 10, true).is_none());
         // Closed: nothing measured.
         assert!(t.record(63_000, 25, 40, false).is_none());
     }
