@@ -5,11 +5,12 @@
 //! fast as places free, `max_active ÷ W` a second, with `W` the mean time a place is held. Each
 //! tick gives the places taken (offers and sessions) and the offers made; over a sliding window
 //! that is the exposure `E` (place-seconds), the places entered `A` and the places freed `n`
-//! (entered less the growth in places taken, between the window's ends). Then `E ÷ n` is `W` as Little's law gives it from the
-//! exits, and `E ÷ A` from the entries. In a steady sale both are `W`. While the sale starts,
-//! places fill faster than they free: `E ÷ A` is too short (most places have not run their
-//! course) and `E ÷ n` too long (only the quick ones have freed), so the two bound `W` and meet
-//! as the sale settles. The wait forecast (`wait.rs`) uses both ends.
+//! (entered less the growth in places taken between the window's ends). Then `E ÷ n` is `W` as
+//! Little's law gives it from the exits, and `E ÷ A` from the entries. In a steady sale both
+//! are `W`. While the sale starts, places fill faster than they free: `E ÷ A` is too short
+//! (most places have not run their course) and `E ÷ n` too long (only the quick ones have
+//! freed), so the two bound `W` and meet as the sale settles. The wait forecast (`wait.rs`)
+//! uses both ends.
 
 use std::collections::VecDeque;
 
