@@ -14,6 +14,7 @@ use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
 use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
+use crate::turnover::Tick;
 use crate::wait::CapModel;
 
 /// What one tick did: the offers it made (join sequences, in queue order) and the snapshot.
@@ -152,9 +153,12 @@ impl Admission {
         let measured = lock(&handle.outflow).record(out.now, out.served, flowing);
         let taken = active.saturating_add(out.open_offers);
         let held = lock(&handle.turnover).record(
-            out.now,
-            taken,
-            out.served,
+            Tick {
+                at_ms: out.now,
+                taken,
+                served: out.served,
+                epoch: &out.epoch,
+            },
             opened && state != EventState::Closed,
         );
         let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
@@ -218,8 +222,9 @@ impl Admission {
         };
         // Wake the sockets only when something they show changed: a tick that moved nobody
         // (most ticks while an on-sale waits) would otherwise wake every idle socket ten times
-        // a second. The outflow estimate rides along with the next real change. The public
-        // bytes are serialized here, once per published tick, never per poll.
+        // a second. The outflow estimate and the time a place is held ride along with the next
+        // real change. The public bytes are serialized here, once per published tick, never per
+        // poll.
         handle.feed.send_if_modified(|current| {
             let moved = !current.same_queue(&snapshot);
             if moved {

@@ -83,8 +83,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Equal but for the tick's time and the outflow estimate: nobody's place, the event's
-    /// state and the counts shown are the same.
+    /// Equal but for the tick's time, the outflow estimate and how long a place is held:
+    /// nobody's place, the event's state and the counts shown are the same.
     pub fn same_queue(&self, other: &Snapshot) -> bool {
         let cap = match (self.cap, other.cap) {
             (Some(mine), Some(theirs)) => Some(CapModel {

@@ -10,14 +10,17 @@
 //! are `W`. While the sale starts, places fill faster than they free: `E ÷ A` is too short
 //! (most places have not run their course) and `E ÷ n` too long (only the quick ones have
 //! freed), so the two bound `W` and meet as the sale settles. The wait forecast (`wait.rs`)
-//! uses both ends.
+//! uses both ends. The window spans four times `W` (two minutes at least, fifteen at most), so
+//! a sale whose buyers keep their places for minutes is judged over many of them.
 
 use std::collections::VecDeque;
 
 use crate::clock::UnixMs;
 
-/// How far back the measurement reaches: a few times the longest a place is usually held.
-const WINDOW_MS: i64 = 120_000;
+/// The window: four times the time a place is held, within these bounds.
+const MIN_WINDOW_MS: i64 = 120_000;
+const MAX_WINDOW_MS: i64 = 900_000;
+const WINDOWS_OF_W: f64 = 4.0;
 /// Places freed before `W` is given: fewer say little about the mean.
 const MIN_FREED: u64 = 20;
 
@@ -40,28 +43,45 @@ struct Sample {
     exposure: f64,
 }
 
+/// What one tick saw.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tick<'a> {
+    pub at_ms: UnixMs,
+    /// Places taken: sessions not ended plus open offers.
+    pub taken: u64,
+    /// Offers ever made.
+    pub served: u64,
+    /// The queue's epoch: a new one (the queue state was lost and rebuilt) drops its open
+    /// offers without freeing their buyers' places, so the measurement starts again.
+    pub epoch: &'a str,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Turnover {
     samples: VecDeque<Sample>,
+    epoch: String,
 }
 
 impl Turnover {
-    /// Records a tick: `taken` places (sessions not ended plus open offers), `served` offers
-    /// ever made; `measuring` is false before the opening and once closed, which starts the
-    /// measurement again.
-    pub(crate) fn record(
-        &mut self,
-        at_ms: UnixMs,
-        taken: u64,
-        served: u64,
-        measuring: bool,
-    ) -> Option<Held> {
+    /// Records a tick; `measuring` is false before the opening and once closed, which starts
+    /// the measurement again.
+    pub(crate) fn record(&mut self, tick: Tick<'_>, measuring: bool) -> Option<Held> {
+        let Tick {
+            at_ms,
+            taken,
+            served,
+            epoch,
+        } = tick;
         if !measuring {
             self.samples.clear();
             return None;
         }
+        if self.epoch != epoch {
+            self.samples.clear();
+            epoch.clone_into(&mut self.epoch);
+        }
         let exposure = match self.samples.back() {
-            // A reset counter (Redis loss) or a clock step back starts again.
+            // A clock step back or a counter that went back starts again.
             Some(last) if last.served <= served && last.at_ms <= at_ms => {
                 last.exposure + last.taken as f64 * (at_ms - last.at_ms) as f64
             }
@@ -80,21 +100,34 @@ impl Turnover {
         while self
             .samples
             .front()
-            .is_some_and(|s| at_ms - s.at_ms > WINDOW_MS)
+            .is_some_and(|s| at_ms - s.at_ms > MAX_WINDOW_MS)
         {
             self.samples.pop_front();
         }
-        let first = self.samples.front()?;
+        // A first judgement over all that is kept sets the window; the second is over it.
+        let whole = self.held_since(0, &next)?;
+        let window =
+            ((whole.high_s * 1000.0 * WINDOWS_OF_W) as i64).clamp(MIN_WINDOW_MS, MAX_WINDOW_MS);
+        let from = self
+            .samples
+            .partition_point(|s| s.at_ms < at_ms - window)
+            .min(self.samples.len() - 1);
+        self.held_since(from, &next)
+    }
+
+    /// `W` over the samples from index `from` to `last`; `None` while too few places freed.
+    fn held_since(&self, from: usize, last: &Sample) -> Option<Held> {
+        let first = self.samples.get(from)?;
         // Freed = entered − the growth in places taken, from the window's ends alone: a claim
         // between its offer and its session is in neither count for a moment, and must not
         // count as a place freed.
-        let entered = next.served - first.served;
-        let freed = i128::from(entered) - (i128::from(next.taken) - i128::from(first.taken));
+        let entered = last.served - first.served;
+        let freed = i128::from(entered) - (i128::from(last.taken) - i128::from(first.taken));
         let freed = u64::try_from(freed).unwrap_or(0);
         if freed < MIN_FREED {
             return None;
         }
-        let exposure_s = (next.exposure - first.exposure) / 1000.0;
+        let exposure_s = (last.exposure - first.exposure) / 1000.0;
         let by_exits = exposure_s / freed as f64;
         let by_entries = if entered == 0 {
             by_exits
@@ -113,11 +146,20 @@ impl Turnover {
 mod tests {
     use super::*;
 
+    fn tick(at_ms: i64, taken: u64, served: u64) -> Tick<'static> {
+        Tick {
+            at_ms,
+            taken,
+            served,
+            epoch: "e1",
+        }
+    }
+
     /// A sale where every place is held `hold_ms` and the meter refills the cap each tick.
     fn sale(cap: u64, hold_ms: i64, until_ms: i64) -> Vec<Option<Held>> {
         let mut t = Turnover::default();
         // The opening's first tick, before the cap fills.
-        t.record(-100, 0, 0, true);
+        t.record(tick(-100, 0, 0), true);
         let mut started: VecDeque<i64> = VecDeque::new();
         let mut served = 0;
         let mut out = Vec::new();
@@ -129,7 +171,7 @@ mod tests {
                 started.push_back(at);
                 served += 1;
             }
-            out.push(t.record(at, started.len() as u64, served, true));
+            out.push(t.record(tick(at, started.len() as u64, served), true));
         }
         out
     }
@@ -161,30 +203,46 @@ mod tests {
     }
 
     #[test]
+    fn places_held_for_minutes_are_judged_over_many_of_them() {
+        // 100 places held five minutes: a two-minute window would see only the first exits;
+        // four times `W` sees them settle.
+        let held = sale(100, 300_000, 1_800_000);
+        let last = held.last().copied().flatten().expect("measured");
+        assert!((last.low_s - 300.0).abs() < 10.0, "{last:?}");
+        assert!((last.high_s - 300.0).abs() < 10.0, "{last:?}");
+    }
+
+    #[test]
     fn a_pause_keeps_measuring_and_a_reset_starts_again() {
         let mut t = Turnover::default();
         // 50 places held, 25 freed and refilled a second for a minute: 2 s a place.
         let mut served = 50;
-        assert!(t.record(0, 50, served, true).is_none());
+        assert!(t.record(tick(0, 50, served), true).is_none());
         let mut last = None;
         for s in 1..=60 {
             served += 25;
-            last = t.record(s * 1000, 50, served, true);
+            last = t.record(tick(s * 1000, 50, served), true);
         }
         let steady = last.expect("measured");
         assert!((steady.low_s - 2.0).abs() < 0.01 && (steady.high_s - 2.0).abs() < 0.01);
         // Paused: no offers, places still free; the exits still tell the time a place is held.
-        let paused = t.record(61_000, 25, served, true).expect("measured");
+        let paused = t.record(tick(61_000, 25, served), true).expect("measured");
         assert!(paused.high_s >= 2.0, "{paused:?}");
         // A claim between its offer and its session is briefly in neither count: not a place
         // freed.
-        let before = t.record(62_000, 50, served, true).expect("measured");
-        t.record(62_100, 49, served, true);
-        let after = t.record(62_200, 50, served, true).expect("measured");
+        let before = t.record(tick(62_000, 50, served), true).expect("measured");
+        t.record(tick(62_100, 49, served), true);
+        let after = t.record(tick(62_200, 50, served), true).expect("measured");
         assert!(after.high_s >= before.high_s, "{before:?} {after:?}");
-        // A counter that went back (the queue state was lost) starts the measurement again.
-        assert!(t.record(62_300, 25, 10, true).is_none());
+        // A new epoch (the queue state was lost: its open offers gone, their buyers' places
+        // not freed) starts the measurement again, as does a counter that went back.
+        let lost = Tick {
+            epoch: "e2",
+            ..tick(62_300, 25, served)
+        };
+        assert!(t.record(lost, true).is_none());
+        assert!(t.record(tick(62_400, 25, 10), true).is_none());
         // Closed: nothing measured.
-        assert!(t.record(63_000, 25, 40, false).is_none());
+        assert!(t.record(tick(63_000, 25, 40), false).is_none());
     }
 }

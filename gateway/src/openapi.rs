@@ -362,7 +362,7 @@ fn joined_schema() -> Value {
         "position": {"type": ["integer", "null"]},
         "estimated_wait_s": {"type": ["integer", "null"]},
         "estimated_wait_range_s": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0},
-            "minItems": 2, "maxItems": 2, "description": "[low, high] seconds: the range the wait falls in, from the measured outflow and its spread (null while nothing flows)"},
+            "minItems": 2, "maxItems": 2, "description": "[low, high] seconds: the range the wait falls in, from the rate and how fast the cap turns over (null while offers are held, or beyond the cap's free places until that is known)"},
         "seat_chance": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
             "description": "how likely a seat is left at this place (null when unknown)"},
         "lane": {"type": "string", "enum": ["priority"], "description": "present for the priority lane only"},

@@ -40,7 +40,7 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   assert.ok(rose.now > progress0 && rose.now < 100, `progress ${progress0} → ${rose.now}`);
   assert.ok(num(await page.textContent('#position')) < ahead, 'fewer people ahead once the bar moved');
 
-  // ... and once the queue's outflow is measured, the wait reads as a range of minutes that
+  // ... and once the wait is known, it reads as a range of minutes that
   // holds the server's own estimate for this ticket.
   await page.waitForFunction(() => document.getElementById('app').dataset.view !== 'waiting'
     || /^\d+–\d+ min$/.test(document.getElementById('wait').textContent), null, { timeout: 30000 });
@@ -50,7 +50,7 @@ test('a buyer goes from the queue to a confirmed order', { timeout: 180000 }, as
   const { token } = await page.evaluate((ev) => JSON.parse(localStorage.getItem(`floodgate:${ev}:queue`)), event);
   const st = await h.api('GET', `/api/events/${event}/queue/status`, { token });
   assert.equal(st.body.status, 'waiting');
-  assert.equal(typeof st.body.estimated_wait_s, 'number', `outflow known: ${JSON.stringify(st.body)}`);
+  assert.equal(typeof st.body.estimated_wait_s, 'number', `wait known: ${JSON.stringify(st.body)}`);
   const minutes = st.body.estimated_wait_s / 60;
   assert.ok(minutes >= lo - 1 && minutes <= hi + 1, `the page says ${lo}–${hi} min, the server ${st.body.estimated_wait_s} s`);
   await h.screenshot(page, 'desktop-1-waiting');

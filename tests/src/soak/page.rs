@@ -144,7 +144,7 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
 const NEAR_FRONT_S: u64 = 60;
 
 /// Whether this buyer's turn may come within `NEAR_FRONT_S`: by the low end of its wait, or,
-/// before any outflow is measured, by a minute at the rate the organizer set.
+/// before the wait is known, by a minute at the rate the organizer set.
 pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
     let Update::Waiting {
         position, range, ..
