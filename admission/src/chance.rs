@@ -118,7 +118,8 @@ impl SeatModel {
     }
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+/// `x` to `digits` decimals, as published.
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }

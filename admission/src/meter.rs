@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
-use crate::chance::SeatCounts;
+use crate::chance::{SeatCounts, round};
 use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
 use crate::modes::Mode;
@@ -22,11 +22,6 @@ use crate::wait::CapModel;
 pub struct TickReport {
     pub offered: Vec<u64>,
     pub snapshot: Snapshot,
-}
-
-/// Seconds to a tenth, as published.
-fn round1(s: f64) -> f64 {
-    (s * 10.0).round() / 10.0
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -215,8 +210,8 @@ impl Admission {
                 } else {
                     0
                 },
-                held_s: held.map(|h| [round1(h.low_s), round1(h.high_s)]),
-                held_spread: held.map(|h| (h.spread * 1000.0).round() / 1000.0),
+                held_s: held.map(|h| [round(h.low_s, 1), round(h.high_s, 1)]),
+                held_spread: held.map(|h| round(h.spread, 3)),
             }),
             public: Default::default(),
         };
