@@ -102,8 +102,8 @@ async fn wait_and_buy(
     let turn = waiter.wait().await;
     let eta = waiter.eta;
     Live::gauge(&ctx.live().waiting, -1);
-    let ws = match turn {
-        Turn::Offered(ws) => ws,
+    let (ws, offer_left_s) = match turn {
+        Turn::Offered(ws, left) => (ws, left),
         Turn::Lapsed => {
             ctx.stats.offered_at(ctx.now_ms());
             offered(ctx, plan, place.as_ref()).await;
@@ -140,6 +140,14 @@ async fn wait_and_buy(
         let point = 2.0 / (1.0 / low + 1.0 / high);
         ctx.stats
             .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
+        // The same range against when the offer was made: the wait without the buyer's own
+        // read interval (an offer's time left is counted in whole seconds).
+        if let Some(left) = offer_left_s {
+            let late = ctx.offer.as_secs_f64() - left as f64;
+            let made = (actual - late.max(0.0)).max(0.0);
+            ctx.stats
+                .eta_made(made + 1.0 >= eta.low_s as f64 && made <= eta.high_s as f64 + 1.0);
+        }
     } else {
         ctx.stats.count("offered_without_range");
     }

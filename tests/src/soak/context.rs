@@ -40,6 +40,8 @@ pub struct Ctx {
     pub picker: SeatPicker,
     pub section: String,
     pub max_hold: Duration,
+    /// How long an offer waits to be claimed.
+    pub offer: Duration,
     /// How long a paying hold may take to settle, as seen by the buyer.
     pub pay_patience: Duration,
     /// The revealed fairness seed (fetched once, after opening).
@@ -81,6 +83,7 @@ impl Ctx {
             section: section(config).to_owned(),
             picker,
             max_hold: Duration::from_secs(u64::from(config.max_hold_s)),
+            offer: Duration::from_secs(u64::from(config.offer_s)),
             pay_patience: Duration::from_secs(u64::from(config.abandon_s + config.resolve_s) + 30),
             seed: OnceCell::new(),
             sold_out: AtomicBool::new(false),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
 use super::fifo::{Inversions, Judged};
-use super::stats::{CHANCE_BUCKETS, Partial};
+use super::stats::{CHANCE_BUCKETS, MeterSample, Partial};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figure {
@@ -22,12 +22,16 @@ pub struct Figure {
     pub met: Option<bool>,
 }
 
-/// One minute of the run: offers buyers saw, and the seconds sampled in which only the rate
-/// held offers back.
+/// One minute of the run: offers buyers saw, offers the meter made, and the seconds sampled in
+/// which only the rate held offers back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Minute {
     pub minute: u64,
+    /// Seen by buyers, each at its next read.
     pub offers: u64,
+    /// Made by the meter, from its own count.
+    #[serde(default)]
+    pub offers_made: u64,
     pub rate_bound_s: u64,
     pub sampled_s: u64,
 }
@@ -182,13 +186,16 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             format!(
                 "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
                  the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
-                 were shown no range (\"not known yet\") before their offer",
+                 were shown no range (\"not known yet\") before their offer; by when the \
+                 offer was made rather than seen: {:.1} % of {}",
                 pct(p.eta_inside, p.eta_given),
                 p.eta_given,
                 actual_at(0.1),
                 actual_at(0.5),
                 actual_at(0.9),
-                p.get("offered_without_range")
+                p.get("offered_without_range"),
+                pct(p.eta_made_inside, p.eta_made_given),
+                p.eta_made_given
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
@@ -253,19 +260,15 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     ));
 
     let offers_timeline = timeline(p);
-    let (bound_s, bound_offers) = p
-        .rate_bound_by_s
-        .iter()
-        .filter(|(_, bound)| **bound)
-        .fold((0u64, 0u64), |(s, n), (second, _)| {
-            (s + 1, n + p.offers_by_s.get(second).copied().unwrap_or(0))
-        });
-    let per_min = (bound_s > 0).then(|| bound_offers as f64 * 60.0 / bound_s as f64);
+    let kept = rate_kept(&p.meter_samples, &p.offers_by_s);
+    let per_min = kept.per_min();
     figures.push(figure(
         "offers per minute against the rate set, while seats, cap and backpressure allow",
         match per_min {
-            Some(r) => format!(
-                "{r:.0}/min over {bound_s} rate-bound seconds, rate set {}/min",
+            Some((made, seen)) => format!(
+                "{made:.0}/min made by the meter over {:.0} rate-bound seconds (buyers saw \
+                 {seen:.0}/min in those seconds, each at its next read), rate set {}/min",
+                kept.ms as f64 / 1000.0,
                 i.rate_per_min
             ),
             None => format!(
@@ -275,8 +278,8 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         },
         "within ±10 % (per-minute timeline in the JSON report)",
         per_min
-            .filter(|_| bound_s >= MIN_RATE_BOUND_S)
-            .map(|r| (r - i.rate_per_min as f64).abs() <= i.rate_per_min as f64 * 0.1),
+            .filter(|_| kept.ms >= MIN_RATE_BOUND_S * 1000)
+            .map(|(r, _)| (r - i.rate_per_min as f64).abs() <= i.rate_per_min as f64 * 0.1),
     ));
 
     let learned = p.histogram("sold_out_learned_at_ms");
@@ -385,28 +388,75 @@ fn calibration(p: &Partial) -> Vec<ChanceTenth> {
         .collect()
 }
 
-fn timeline(p: &Partial) -> Vec<Minute> {
-    let mut minutes: BTreeMap<u64, Minute> = BTreeMap::new();
-    let at = |m: &mut BTreeMap<u64, Minute>, minute: u64| {
-        m.entry(minute).or_insert(Minute {
-            minute,
-            offers: 0,
-            rate_bound_s: 0,
-            sampled_s: 0,
-        });
-    };
-    for (second, n) in &p.offers_by_s {
-        at(&mut minutes, second / 60);
-        if let Some(m) = minutes.get_mut(&(second / 60)) {
-            m.offers += n;
+/// Offers while only the rate held them back, from the meter's own count between two reads of
+/// the organizer's stats that both found it rate-bound: its pace, not when buyers saw it.
+#[derive(Debug, Default, PartialEq)]
+struct RateKept {
+    ms: u64,
+    made: u64,
+    /// Offers buyers saw in the whole seconds those spans cover.
+    seen: u64,
+    seen_s: u64,
+}
+
+impl RateKept {
+    /// Made and seen, per minute.
+    fn per_min(&self) -> Option<(f64, f64)> {
+        (self.ms > 0).then(|| {
+            (
+                self.made as f64 * 60_000.0 / self.ms as f64,
+                self.seen as f64 * 60.0 / self.seen_s.max(1) as f64,
+            )
+        })
+    }
+}
+
+/// A gap longer than this between two reads is no measure of one second's pace.
+const MAX_SAMPLE_GAP_MS: u64 = 2_500;
+
+fn rate_kept(samples: &[MeterSample], seen_by_s: &BTreeMap<u64, u64>) -> RateKept {
+    let mut kept = RateKept::default();
+    let mut seconds = std::collections::BTreeSet::new();
+    for pair in samples.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let gap = b.at_ms.saturating_sub(a.at_ms);
+        if a.rate_bound && b.rate_bound && gap > 0 && gap <= MAX_SAMPLE_GAP_MS {
+            kept.ms += gap;
+            kept.made += b.served.saturating_sub(a.served);
+            seconds.extend(a.at_ms / 1000..b.at_ms / 1000);
         }
     }
-    for (second, bound) in &p.rate_bound_by_s {
-        at(&mut minutes, second / 60);
-        if let Some(m) = minutes.get_mut(&(second / 60)) {
-            m.sampled_s += 1;
-            m.rate_bound_s += u64::from(*bound);
-        }
+    kept.seen_s = seconds.len() as u64;
+    kept.seen = seconds
+        .iter()
+        .map(|s| seen_by_s.get(s).copied().unwrap_or(0))
+        .sum();
+    kept
+}
+
+fn timeline(p: &Partial) -> Vec<Minute> {
+    let mut minutes: BTreeMap<u64, Minute> = BTreeMap::new();
+    fn at(minutes: &mut BTreeMap<u64, Minute>, minute: u64) -> &mut Minute {
+        minutes.entry(minute).or_insert(Minute {
+            minute,
+            offers: 0,
+            offers_made: 0,
+            rate_bound_s: 0,
+            sampled_s: 0,
+        })
+    }
+    for (second, n) in &p.offers_by_s {
+        at(&mut minutes, second / 60).offers += n;
+    }
+    for sample in &p.meter_samples {
+        let m = at(&mut minutes, sample.at_ms / 60_000);
+        m.sampled_s += 1;
+        m.rate_bound_s += u64::from(sample.rate_bound);
+    }
+    // Each span between two reads counts in the minute it starts in.
+    for pair in p.meter_samples.windows(2) {
+        at(&mut minutes, pair[0].at_ms / 60_000).offers_made +=
+            pair[1].served.saturating_sub(pair[0].served);
     }
     minutes.into_values().collect()
 }
@@ -429,5 +479,56 @@ mod tests {
         assert_eq!(tenths.len(), 1);
         assert_eq!(tenths[0].stated, "0.9–1.0");
         assert!((tenths[0].share - 0.8).abs() < 1e-9);
+    }
+
+    fn sample(at_ms: u64, served: u64, rate_bound: bool) -> MeterSample {
+        MeterSample {
+            at_ms,
+            served,
+            rate_bound,
+        }
+    }
+
+    #[test]
+    fn the_rate_kept_is_the_meters_count_over_spans_bound_at_both_ends() {
+        // 45 offers a second while bound; a span that leaves the bound state, and one after a
+        // missed read, say nothing of the pace.
+        let samples = [
+            sample(1_000, 0, true),
+            sample(2_000, 45, true),
+            sample(3_000, 90, true),
+            sample(4_000, 100, false),
+            sample(5_000, 101, true),
+            sample(9_000, 281, true),
+            sample(10_000, 326, true),
+        ];
+        let seen = BTreeMap::from([(1, 10), (2, 30), (9, 50), (4, 99)]);
+        let kept = rate_kept(&samples, &seen);
+        assert_eq!(
+            kept,
+            RateKept {
+                ms: 3_000,
+                made: 135,
+                seen: 90,
+                seen_s: 3,
+            }
+        );
+        let (made, seen) = kept.per_min().expect("bound spans were sampled");
+        assert!((made - 2_700.0).abs() < 1e-9);
+        assert!((seen - 1_800.0).abs() < 1e-9);
+        let p = Partial {
+            meter_samples: samples.to_vec(),
+            offers_by_s: seen_by_s_in_minutes(),
+            ..Partial::default()
+        };
+        let minutes = timeline(&p);
+        assert_eq!(minutes.len(), 2);
+        assert_eq!(minutes[0].offers_made, 326);
+        assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (6, 7));
+        assert_eq!(minutes[1].offers, 7);
+    }
+
+    fn seen_by_s_in_minutes() -> BTreeMap<u64, u64> {
+        BTreeMap::from([(5, 3), (61, 7)])
     }
 }

@@ -185,13 +185,14 @@ impl Report {
         if !self.offers_timeline.is_empty() {
             let _ = writeln!(
                 s,
-                "offers per minute (minute: offers, rate-bound s / sampled s):"
+                "offers per minute (minute: made by the meter, seen by buyers, rate-bound s / \
+                 sampled s):"
             );
             for m in &self.offers_timeline {
                 let _ = writeln!(
                     s,
-                    "  {:>3}: {:>7}  {:>2}/{:>2}",
-                    m.minute, m.offers, m.rate_bound_s, m.sampled_s
+                    "  {:>3}: {:>7} {:>7}  {:>2}/{:>2}",
+                    m.minute, m.offers_made, m.offers, m.rate_bound_s, m.sampled_s
                 );
             }
         }

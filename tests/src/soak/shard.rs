@@ -13,7 +13,7 @@ use super::config::Config;
 use super::context::{Ctx, section, unix_ms};
 use super::organizer::Organizer;
 use super::plan::{Plan, SeatPicker, seat_ids};
-use super::stats::{Partial, Stats};
+use super::stats::{MeterSample, Partial, Stats};
 use super::trust::Trust;
 use super::{buyer, progress};
 
@@ -79,7 +79,7 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
 
 /// Polls the organizer stats once a second; sets the sold-out flag when no seat is available,
 /// held or paying (none can come back). With `max_active`, also records whether only the rate
-/// held offers back that second.
+/// held offers back that second, and how many offers the meter had made.
 async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<u64>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
@@ -91,7 +91,11 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
             ctx.sold_out.store(true, Ordering::Relaxed);
         }
         if let Some(cap) = max_active {
-            ctx.stats.rate_bound(ctx.now_ms(), rate_bound(&stats, cap));
+            ctx.stats.meter_sample(MeterSample {
+                at_ms: ctx.now_ms(),
+                served: stats["queue"]["served"].as_u64().unwrap_or(0),
+                rate_bound: rate_bound(&stats, cap),
+            });
         }
     }
 }

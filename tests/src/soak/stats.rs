@@ -68,6 +68,11 @@ pub struct Partial {
     /// ETA honesty: buyers given a wait range, and those whose actual wait fell inside it.
     pub eta_given: u64,
     pub eta_inside: u64,
+    /// The same buyers whose offer said its time left, judged by when the offer was made.
+    #[serde(default)]
+    pub eta_made_given: u64,
+    #[serde(default)]
+    pub eta_made_inside: u64,
     /// First and last successful join and claim, ms since the run's start.
     pub join_span_ms: Option<(u64, u64)>,
     pub admit_span_ms: Option<(u64, u64)>,
@@ -103,10 +108,21 @@ pub struct Partial {
     /// Offers seen by buyers, per second of the run.
     #[serde(default)]
     pub offers_by_s: BTreeMap<u64, u64>,
-    /// Per second of the run (sampled by the first worker): whether nothing but the rate held
-    /// offers back (buyers waiting, room under the cap, seats left, no backpressure).
+    /// The meter as the organizer sees it, about once a second (sampled by the first worker).
     #[serde(default)]
-    pub rate_bound_by_s: BTreeMap<u64, bool>,
+    pub meter_samples: Vec<MeterSample>,
+}
+
+/// One read of the organizer's stats.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct MeterSample {
+    /// Ms since the run's start.
+    pub at_ms: u64,
+    /// Offers the meter has made so far (lapsed ones included).
+    pub served: u64,
+    /// Nothing but the rate held offers back: buyers waiting, room under the cap, seats left,
+    /// no backpressure.
+    pub rate_bound: bool,
 }
 
 /// Tenths of the stated chance of a seat.
@@ -200,6 +216,13 @@ impl Stats {
         });
     }
 
+    pub fn eta_made(&self, inside: bool) {
+        self.with(|i| {
+            i.partial.eta_made_given += 1;
+            i.partial.eta_made_inside += u64::from(inside);
+        });
+    }
+
     pub fn offered_key(&self, key: &str) {
         self.with(|i| {
             let slot = &mut i.partial.last_offered_key;
@@ -249,10 +272,8 @@ impl Stats {
         self.with(|i| *i.partial.offers_by_s.entry(at_ms / 1000).or_default() += 1);
     }
 
-    pub fn rate_bound(&self, at_ms: u64, bound: bool) {
-        self.with(|i| {
-            i.partial.rate_bound_by_s.insert(at_ms / 1000, bound);
-        });
+    pub fn meter_sample(&self, sample: MeterSample) {
+        self.with(|i| i.partial.meter_samples.push(sample));
     }
 
     pub fn mismatch(&self, what: String) {
@@ -295,6 +316,8 @@ impl Partial {
         }
         self.eta_given += other.eta_given;
         self.eta_inside += other.eta_inside;
+        self.eta_made_given += other.eta_made_given;
+        self.eta_made_inside += other.eta_made_inside;
         for (mine, theirs) in [
             (&mut self.join_span_ms, other.join_span_ms),
             (&mut self.admit_span_ms, other.admit_span_ms),
@@ -333,9 +356,8 @@ impl Partial {
         for (s, n) in other.offers_by_s {
             *self.offers_by_s.entry(s).or_default() += n;
         }
-        for (s, bound) in other.rate_bound_by_s {
-            *self.rate_bound_by_s.entry(s).or_default() |= bound;
-        }
+        self.meter_samples.extend(other.meter_samples);
+        self.meter_samples.sort_by_key(|m| m.at_ms);
     }
 
     pub fn histogram(&self, name: &str) -> Histogram<u64> {

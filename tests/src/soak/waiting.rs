@@ -20,8 +20,9 @@ use super::stats::Live;
 
 /// How the wait ended.
 pub enum Turn {
-    /// Offered; a WebSocket buyer keeps the socket to claim on.
-    Offered(Option<Box<Socket>>),
+    /// Offered; a WebSocket buyer keeps the socket to claim on. The seconds the offer had
+    /// left when the buyer learned of it, where the answer said.
+    Offered(Option<Box<Socket>>, Option<u64>),
     SoldOut,
     Closed,
     Lapsed,
@@ -108,7 +109,9 @@ impl Waiter<'_> {
             let outcome = self.listen(&mut ws).await;
             Live::gauge(&self.ctx.live().sockets, -1);
             match outcome {
-                Heard::Turn(Turn::Offered(_)) => return Some(Turn::Offered(Some(Box::new(ws)))),
+                Heard::Turn(Turn::Offered(_, left)) => {
+                    return Some(Turn::Offered(Some(Box::new(ws)), left));
+                }
                 Heard::Turn(turn) => {
                     let _ = ws.close(None).await;
                     return Some(turn);
@@ -162,7 +165,7 @@ impl Waiter<'_> {
                         };
                     }
                 }
-                "offered" => return Heard::Turn(Turn::Offered(None)),
+                "offered" => return Heard::Turn(Turn::Offered(None, m.offer_expires_in_s)),
                 "status" => match m.status {
                     Some("sold_out") => return Heard::Turn(Turn::SoldOut),
                     Some("closed") => return Heard::Turn(Turn::Closed),
@@ -309,7 +312,11 @@ impl Waiter<'_> {
             return Err(a.retry_after_s.unwrap_or(2));
         }
         match a.body.get("status").and_then(Value::as_str) {
-            Some("offered") | Some("admitted") => return Ok(Turn::Offered(None)),
+            Some("offered") => {
+                let left = a.body.get("offer_expires_in_s").and_then(Value::as_u64);
+                return Ok(Turn::Offered(None, left));
+            }
+            Some("admitted") => return Ok(Turn::Offered(None, None)),
             Some("sold_out") => return Ok(Turn::SoldOut),
             Some("closed") => return Ok(Turn::Closed),
             Some("offer_lapsed") => return Ok(Turn::Lapsed),
@@ -340,6 +347,7 @@ struct Frame<'a> {
     estimated_wait_range_s: Option<[f64; 2]>,
     seat_chance: Option<f64>,
     after_ms: Option<u64>,
+    offer_expires_in_s: Option<u64>,
     code: Option<&'a str>,
 }
 
