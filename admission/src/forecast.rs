@@ -6,15 +6,16 @@
 //! and `R` seats are left for the line once the buyers already choosing and the offers still
 //! open have taken theirs. The chance falls to one half `(R − ½) ÷ q` places behind the served
 //! frontier: that many more buyers can still expect a seat, and the one after them probably
-//! cannot. At the outflow measured over the last minute those places are offered in
-//! `places ÷ (outflow per minute ÷ 60)` seconds, which is when the organizer should expect
-//! "sold out". While the queue is paused, closed, before its opening or before any outflow was
-//! measured nothing flows, so no time is given; once sold out, none are left and the time is
-//! now.
+//! cannot. Those places are offered when a buyer that far back would be: the buyer's wait
+//! (`wait.rs`), first the cap's free places at the rate, then as places free. That is when
+//! the organizer should expect "sold out". While the queue is paused, closed or before its
+//! opening nothing flows, and beyond the free places nothing is said until the time a place is
+//! held is known, so no time is given; once sold out, none are left and the time is now.
 
 use serde::Serialize;
 
 use crate::snapshot::{EventState, Snapshot};
+use crate::wait::wait_estimate;
 
 /// The forecast of one snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -25,8 +26,9 @@ pub struct Forecast {
     pub outflow_per_min: Option<f64>,
     /// Places behind the served frontier that can still expect a seat (chance ≥ ½).
     pub places_to_sell_out: Option<u64>,
-    /// Seconds until those places are offered, at the measured outflow.
+    /// Seconds until those places are offered, and the range the buyer's wait gives for it.
     pub sold_out_in_s: Option<u64>,
+    pub sold_out_in_range_s: Option<[u64; 2]>,
 }
 
 impl Forecast {
@@ -38,11 +40,14 @@ impl Forecast {
                 .seat_model
                 .and_then(|m| places_to_sell_out(m.seats_for_queue, m.per_place)),
         };
-        let flowing = snapshot.state == EventState::Open;
-        let outflow = snapshot.outflow_per_min.filter(|_| flowing);
         let in_s = match snapshot.state {
-            EventState::SoldOut => Some(0),
-            _ => places.zip(outflow).and_then(|(p, o)| sold_out_in_s(p, o)),
+            EventState::SoldOut => Some((0, 0, 0)),
+            _ => places.zip(snapshot.cap).and_then(|(p, cap)| match p {
+                // The seats left go to buyers already offered or choosing.
+                0 if cap.offer_rate_per_min > 0 => Some((0, 0, 0)),
+                0 => None,
+                p => wait_estimate(p - 1, &cap),
+            }),
         };
         Forecast {
             state: snapshot.state,
@@ -50,7 +55,8 @@ impl Forecast {
             seats_per_buyer: snapshot.seats_per_buyer,
             outflow_per_min: snapshot.outflow_per_min,
             places_to_sell_out: places,
-            sold_out_in_s: in_s,
+            sold_out_in_s: in_s.map(|(point, _, _)| point),
+            sold_out_in_range_s: in_s.map(|(_, low, high)| [low, high]),
         }
     }
 }
@@ -64,18 +70,11 @@ pub fn places_to_sell_out(seats_for_queue: f64, per_place: f64) -> Option<u64> {
     Some(((seats_for_queue - 0.5) / per_place).max(0.0).floor() as u64)
 }
 
-/// Seconds to offer `places` at `outflow_per_min`; `None` while nothing flows.
-pub fn sold_out_in_s(places: u64, outflow_per_min: f64) -> Option<u64> {
-    if outflow_per_min.is_nan() || outflow_per_min <= 0.0 {
-        return None;
-    }
-    Some((places as f64 * 60.0 / outflow_per_min).round() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::chance::SeatModel;
+    use crate::wait::CapModel;
 
     fn model(seats_for_queue: f64, per_place: f64) -> SeatModel {
         SeatModel {
@@ -87,13 +86,25 @@ mod tests {
         }
     }
 
-    fn snapshot(state: EventState, outflow: Option<f64>) -> Snapshot {
+    fn cap(free: u64, held_s: Option<[f64; 2]>, offer_rate_per_min: u32) -> CapModel {
+        CapModel {
+            size: 100,
+            free,
+            offer_rate_per_min,
+            held_s,
+            held_spread: held_s.map(|_| 0.05),
+        }
+    }
+
+    fn snapshot(state: EventState, cap: CapModel) -> Snapshot {
         Snapshot {
             state,
             seats_left: 100,
             seats_per_buyer: 2.0,
-            outflow_per_min: outflow,
+            // Offers ran at the rate while the cap filled: the pace of the opening.
+            outflow_per_min: Some(600.0),
             seat_model: Some(model(100.5, 2.0)),
+            cap: Some(cap),
             ..Snapshot::default()
         }
     }
@@ -113,27 +124,49 @@ mod tests {
     }
 
     #[test]
-    fn the_time_is_the_places_at_the_measured_outflow() {
-        // 50 places at 30 a minute: 100 seconds.
-        let f = Forecast::of(&snapshot(EventState::Open, Some(30.0)));
+    fn within_the_free_places_the_time_is_the_rate() {
+        // 50 places, 60 free, 600 offers a minute: the 50th is offered in five seconds.
+        let f = Forecast::of(&snapshot(EventState::Open, cap(60, None, 600)));
         assert_eq!(f.places_to_sell_out, Some(50));
-        assert_eq!(f.sold_out_in_s, Some(100));
-        assert_eq!(sold_out_in_s(7, 60.0), Some(7));
-        assert_eq!(sold_out_in_s(7, 0.0), None);
+        assert_eq!(f.sold_out_in_s, Some(5));
+        let [low, high] = f.sold_out_in_range_s.expect("a range");
+        assert!(low <= 5 && high >= 5 && low < high, "{low}–{high}");
+    }
+
+    #[test]
+    fn beyond_the_free_places_the_time_follows_the_cap_not_the_opening_pace() {
+        // A full cap of 100 places held 20 s frees 5 a second: 50 places take 10 s, where the
+        // outflow of the opening (600 a minute) would have said 5 s.
+        let f = Forecast::of(&snapshot(EventState::Open, cap(0, Some([20.0, 20.0]), 600)));
+        assert_eq!(f.sold_out_in_s, Some(10));
+        let [low, high] = f.sold_out_in_range_s.expect("a range");
+        assert!(low < 10 && high > 10, "{low}–{high}");
+        // Until the time a place is held is known, no time is said.
+        let unknown = Forecast::of(&snapshot(EventState::Open, cap(0, None, 600)));
+        assert_eq!(unknown.places_to_sell_out, Some(50));
+        assert_eq!(
+            (unknown.sold_out_in_s, unknown.sold_out_in_range_s),
+            (None, None)
+        );
     }
 
     #[test]
     fn no_time_while_nothing_flows_and_none_left_once_sold_out() {
-        let paused = Forecast::of(&snapshot(EventState::Paused, Some(30.0)));
+        // Offers held (paused): the meter publishes no offer rate.
+        let paused = Forecast::of(&snapshot(EventState::Paused, cap(60, None, 0)));
         assert_eq!(paused.places_to_sell_out, Some(50));
         assert_eq!(paused.sold_out_in_s, None);
-        let unmeasured = Forecast::of(&snapshot(EventState::Open, None));
-        assert_eq!(unmeasured.sold_out_in_s, None);
-        let sold_out = Forecast::of(&snapshot(EventState::SoldOut, None));
+        let sold_out = Forecast::of(&snapshot(EventState::SoldOut, cap(60, None, 0)));
         assert_eq!(
             (sold_out.places_to_sell_out, sold_out.sold_out_in_s),
             (Some(0), Some(0))
         );
+        // Every seat left already belongs to a buyer offered or choosing: sold out is now.
+        let taken = Snapshot {
+            seat_model: Some(model(0.2, 2.0)),
+            ..snapshot(EventState::Open, cap(0, None, 600))
+        };
+        assert_eq!(Forecast::of(&taken).sold_out_in_s, Some(0));
         let before_any_tick = Forecast::of(&Snapshot::default());
         assert_eq!(before_any_tick.places_to_sell_out, None);
         assert_eq!(before_any_tick.sold_out_in_s, None);

@@ -35,7 +35,7 @@ pub(crate) fn timeline_schema() -> Value {
                 }}},
         "forecast": {"type": "object",
             "required": ["state", "seats_left", "seats_per_buyer", "outflow_per_min",
-                "places_to_sell_out", "sold_out_in_s", "sold_out_at"],
+                "places_to_sell_out", "sold_out_in_s", "sold_out_in_range_s", "sold_out_at"],
             "properties": {
                 "state": {"type": "string", "enum": ["pre_queue", "open", "paused", "sold_out", "closed"]},
                 "seats_left": count(),
@@ -44,8 +44,13 @@ pub(crate) fn timeline_schema() -> Value {
                 "places_to_sell_out": nullable("integer",
                     "places behind the served frontier whose chance of a seat is at least one half"),
                 "sold_out_in_s": nullable("integer",
-                    "seconds until those places are offered at the measured outflow; null while \
-                     nothing flows (paused, closed, before any outflow)"),
+                    "seconds until those places are offered, as a buyer that far back is told: \
+                     the cap's free places at the rate, then as places free; null while nothing \
+                     flows (paused, closed, before the opening) or while the time a place is held \
+                     is still being measured"),
+                "sold_out_in_range_s": {"type": ["array", "null"], "items": count(),
+                    "minItems": 2, "maxItems": 2,
+                    "description": "low and high seconds of that wait; null with sold_out_in_s"},
                 "sold_out_at": {"type": ["string", "null"], "format": "date-time"},
             }},
     }})

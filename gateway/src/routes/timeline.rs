@@ -51,6 +51,7 @@ pub(crate) async fn timeline(
             "outflow_per_min": forecast.outflow_per_min,
             "places_to_sell_out": forecast.places_to_sell_out,
             "sold_out_in_s": forecast.sold_out_in_s,
+            "sold_out_in_range_s": forecast.sold_out_in_range_s,
             "sold_out_at": sold_out_at,
         },
     }))
