@@ -116,16 +116,16 @@ export function retrying(code, seconds) {
 
 /**
  * The chance of a seat in plain words. `seats` left and `ahead` people ahead are named when
- * the answer is "unlikely", so the buyer sees why.
+ * the answer is "unlikely" or not known yet, so the buyer can judge for themselves.
  */
 export function chanceWords(chance, seats, ahead) {
-  if (typeof chance !== 'number') return t('chance.unknown');
+  const known = typeof seats === 'number' && typeof ahead === 'number';
+  const why = known ? { seats: t('chance.seats', { n: seats }), people: t('chance.people', { n: ahead }) } : null;
+  if (typeof chance !== 'number') return why ? t('chance.unknownWhy', why) : t('chance.unknown');
   if (chance >= 0.9) return t('chance.veryLikely');
   if (chance >= 0.65) return t('chance.likely');
   if (chance >= 0.35) return t('chance.even');
-  const known = typeof seats === 'number' && typeof ahead === 'number';
   if (chance <= 0 && seats === 0) return t('chance.soldOut');
-  const why = known ? { seats: t('chance.seats', { n: seats }), people: t('chance.people', { n: ahead }) } : null;
   if (chance >= 0.1) return why ? t('chance.unlikelyWhy', why) : t('chance.unlikely');
   return why ? t('chance.veryUnlikelyWhy', why) : t('chance.veryUnlikely');
 }

@@ -90,13 +90,19 @@ function normalCdf(z) {
   return z >= 0 ? 0.5 * (1 + erf) : 0.5 * (1 - erf);
 }
 
-/** The chance (0–1, two decimals) that `position` buyers ahead leave a seat (chance.rs). */
+/**
+ * The chance (0–1, two decimals) that `position` buyers ahead leave a seat, as chance.rs states
+ * it: certain within the places the seats cover, the model's once it rests on evidence,
+ * otherwise `null` (not known yet).
+ */
 export function seatChance(snap, position) {
   if (!snap || typeof position !== 'number') return null;
   if (snap.state === 'sold_out') return 0;
   if (snap.state !== 'open' && snap.state !== 'paused') return null;
   const m = snap.seat_model;
   if (!m) return null;
+  if (position < (Number(m.sure_places) || 0)) return 1;
+  if (!m.known) return null;
   const mean = m.seats_for_queue - position * m.per_place - 0.5;
   const variance = m.base_var + position * m.per_place_var + position * position * m.estimate_var;
   return Math.round(normalCdf(mean / Math.sqrt(Math.max(variance, 1e-9))) * 100) / 100;

@@ -26,6 +26,15 @@
 //! `base_var` the returns' own spread plus a half seat of rounding. The page computes the same
 //! from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26 approximation (error
 //! below 1.5e-7), written the same way in `static/queue-snapshot.js`.
+//!
+//! Before the sale has shown how buyers behave the model is its priors alone, and every buyer
+//! near the edge shares the same guess: stated as a number it would be wrong for all of them at
+//! once. So a chance is stated only once the model rests on evidence (`known`): an offer's whole
+//! life has passed since the opening (lapses show only when an offer runs out, claims within
+//! seconds, so earlier counts see only the claims), and enough offers were answered and sessions
+//! finished for them to outweigh the priors. Until then the page says "not known yet" with the
+//! seats left and the people ahead, except for places the seats cover even if every buyer
+//! ahead took the most allowed (`sure_places`): those are certain.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +46,8 @@ const PRIOR_CLAIM_SHARE: f64 = 0.9;
 const RETURN_SHARE: f64 = 0.05;
 /// Relative error allowed for the model itself.
 const MODEL_ERROR: f64 = 0.03;
+/// Offers answered, and sessions finished, before the counts outweigh the priors fourfold.
+const EVIDENCE: u64 = 4 * PRIOR_WEIGHT as u64;
 
 /// What the meter counts, for the model.
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,6 +64,9 @@ pub(crate) struct SeatCounts {
     pub open_offers: u64,
     /// The event's per-buyer seat limit.
     pub limit: u32,
+    /// Since the opening, and how long an offer stays open.
+    pub opened_for_ms: u64,
+    pub offer_s: u32,
 }
 
 /// The published parameters of `chance(p)` (module docs).
@@ -67,6 +81,10 @@ pub struct SeatModel {
     /// `var(q̂) + (m·q)²`: the uncertainty of `q` itself, grows with the square of the place.
     pub estimate_var: f64,
     pub base_var: f64,
+    /// Whether the counts behind the model outweigh its priors (module docs).
+    pub known: bool,
+    /// Places covered even if every session, offer and buyer ahead took the most allowed.
+    pub sure_places: u64,
 }
 
 /// Seats per admitted buyer so far, and the model.
@@ -92,6 +110,15 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let seats_for_queue = c.seats_left as f64 + RETURN_SHARE * c.held as f64
         - per_buyer * choosing
         - q * c.open_offers as f64;
+    let known = c.claimed + c.lapsed >= EVIDENCE
+        && finished >= EVIDENCE
+        && c.opened_for_ms >= u64::from(c.offer_s) * 1_000;
+    // Every session still open and every open offer may yet take the limit.
+    let spoken_for = (c.active + c.open_offers).saturating_mul(u64::from(c.limit.max(1)));
+    let sure_places = match c.seats_left.checked_sub(spoken_for) {
+        Some(spare) if spare >= 1 => (spare - 1) / u64::from(c.limit.max(1)) + 1,
+        _ => 0,
+    };
     let model = SeatModel {
         seats_for_queue: round(seats_for_queue, 3),
         per_place: round(q, 5),
@@ -104,11 +131,23 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
             0.25 + c.held as f64 * RETURN_SHARE * (1.0 - RETURN_SHARE),
             3,
         ),
+        known,
+        sure_places,
     };
     (round(per_buyer, 3), model)
 }
 
 impl SeatModel {
+    /// The chance stated to a buyer with `position` ahead: certain within the sure places, the
+    /// model's once it is known, otherwise not known yet.
+    pub fn stated(&self, position: u64) -> Option<f64> {
+        if position < self.sure_places {
+            Some(1.0)
+        } else {
+            self.known.then(|| self.chance(position))
+        }
+    }
+
     /// The chance (0–1, two decimals) that `position` buyers ahead leave a seat.
     pub fn chance(&self, position: u64) -> f64 {
         let p = position as f64;
@@ -216,6 +255,57 @@ mod tests {
         let (_, m) = model(&busy);
         assert!(m.seats_for_queue < quiet.seats_for_queue - 600.0, "{m:?}");
         assert!(m.chance(500) < quiet.chance(500));
+    }
+
+    #[test]
+    fn on_priors_alone_only_the_places_the_seats_cover_are_stated() {
+        let none = SeatCounts {
+            seats_left: 100,
+            limit: 4,
+            offer_s: 20,
+            ..SeatCounts::default()
+        };
+        let (_, m) = model(&none);
+        assert!(!m.known);
+        // 100 seats at four at most a buyer: the first 25 places are certain.
+        assert_eq!(m.sure_places, 25);
+        assert_eq!(m.stated(0), Some(1.0));
+        assert_eq!(m.stated(24), Some(1.0));
+        assert_eq!(m.stated(25), None, "the model's guess is not stated");
+        assert_eq!(m.stated(1_000), None);
+        // Sessions still open and offers not yet answered may each take the limit.
+        let busy = SeatCounts {
+            active: 10,
+            open_offers: 5,
+            ..none
+        };
+        assert_eq!(model(&busy).1.sure_places, 10);
+        let spoken = SeatCounts { active: 25, ..none };
+        assert_eq!(model(&spoken).1.sure_places, 0);
+    }
+
+    #[test]
+    fn the_chance_is_stated_once_an_offers_life_has_passed_and_counts_outweigh_the_priors() {
+        let mut c = sale(1_000);
+        c.offer_s = 20;
+        c.opened_for_ms = 19_999;
+        let (_, early) = model(&c);
+        assert!(!early.known, "lapses cannot have shown yet");
+        assert_eq!(early.stated(1_020), None);
+        c.opened_for_ms = 20_000;
+        let (_, m) = model(&c);
+        assert!(m.known);
+        assert_eq!(m.stated(1_020), Some(m.chance(1_020)));
+        // Few answers, or few sessions finished, are still the priors.
+        let few = SeatCounts {
+            claimed: 19,
+            lapsed: 0,
+            sold: 19,
+            ..c
+        };
+        assert!(!model(&few).1.known);
+        let choosing = SeatCounts { active: 1_990, ..c };
+        assert!(!model(&choosing).1.known, "10 sessions finished");
     }
 
     #[test]

@@ -173,6 +173,8 @@ impl Admission {
             lapsed: out.lapsed,
             open_offers: out.open_offers,
             limit: control.max_seats_per_buyer,
+            opened_for_ms: u64::try_from(out.now.saturating_sub(ms(control.opens_at))).unwrap_or(0),
+            offer_s: control.offer_s,
         });
         let mut snapshot = Snapshot {
             event: event.to_owned(),

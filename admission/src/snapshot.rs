@@ -118,12 +118,15 @@ impl Snapshot {
     }
 
     /// The chance (0–1) that `position` buyers ahead leave a seat: 0 when sold out, `None`
-    /// before the order is drawn, once closed, or before the first tick.
+    /// before the order is drawn, once closed, before the first tick, or while the model rests
+    /// on its priors beyond the places the seats cover (`SeatModel::stated`).
     pub fn seat_chance(&self, position: u64) -> Option<f64> {
         match self.state {
             EventState::SoldOut => Some(0.0),
             EventState::Closed | EventState::PreQueue => None,
-            EventState::Open | EventState::Paused => self.seat_model.map(|m| m.chance(position)),
+            EventState::Open | EventState::Paused => {
+                self.seat_model.and_then(|m| m.stated(position))
+            }
         }
     }
 

@@ -202,6 +202,14 @@ async fn pause_resume(kind: Kind) {
         c.offer_s = 30;
     })
     .await;
+    // Seats enough for everyone in line, each taking the most allowed.
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 1_000,
+            ..Availability::default()
+        },
+    );
     let joined = h.join_n(100).await;
     let before = h.run(20, TICK).await;
     assert!(!before.is_empty());
@@ -215,7 +223,7 @@ async fn pause_resume(kind: Kind) {
     let st = h.adm.status(&last.claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::Paused);
     assert_eq!(st.estimated_wait_range_s, None, "no wait while paused");
-    assert!(st.seat_chance.is_some(), "the chance stays: {st:?}");
+    assert_eq!(st.seat_chance, Some(1.0), "the chance stays: {st:?}");
 
     // Joining during the pause: a place at the back of the line.
     let newcomer = h.join().await;
@@ -629,6 +637,14 @@ async fn public_snapshot(kind: Kind) {
         c.max_seats_per_buyer = 2;
     })
     .await;
+    // Before any offer is answered the chance is stated only where the seats cover the place.
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 2_000,
+            ..Availability::default()
+        },
+    );
     let joined = h.join_n(300).await;
     h.run(200, TICK).await;
     let published = h.adm.subscribe(&h.event).borrow().clone();
@@ -674,8 +690,25 @@ async fn public_snapshot(kind: Kind) {
         assert!(lo < hi);
         let chance = published.seat_chance(place);
         assert_eq!(chance, st.seat_chance);
-        assert!(chance.is_some_and(|c| (0.0..=1.0).contains(&c)), "{st:?}");
+        assert_eq!(chance, Some(1.0), "{st:?}");
     }
+    // Beyond the seats the priors alone are not stated: "not known yet", on the page as here.
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 100,
+            ..Availability::default()
+        },
+    );
+    let thin = h.tick().await.snapshot;
+    let model = thin.seat_model.expect("a model");
+    assert!(!model.known, "{model:?}");
+    let far = &joined[299].claims;
+    let st = h.adm.status(far).await.expect("status");
+    let place = st.position.expect("waiting");
+    assert!(place >= model.sure_places, "{model:?} {st:?}");
+    assert_eq!(st.seat_chance, None, "{st:?}");
+    assert_eq!(thin.seat_chance(place), None);
 
     // A tick that moves nobody publishes nothing new: same bytes, same ETag.
     h.update(|c| c.rate_per_min = 0);

@@ -201,6 +201,7 @@ export default {
 
   'waiting.chance': 'Chance auf einen Platz',
   'chance.unknown': 'noch unbekannt',
+  'chance.unknownWhy': 'noch unbekannt: {seats} übrig für {people} vor Ihnen',
   'chance.veryLikely': 'sehr wahrscheinlich',
   'chance.likely': 'wahrscheinlich',
   'chance.even': 'etwa fifty-fifty',

@@ -156,6 +156,7 @@ export default {
 
   'waiting.chance': 'Chance of a seat',
   'chance.unknown': 'not known yet',
+  'chance.unknownWhy': 'not known yet: {seats} left for {people} ahead of you',
   'chance.veryLikely': 'very likely',
   'chance.likely': 'likely',
   'chance.even': 'about even',

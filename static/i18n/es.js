@@ -201,6 +201,7 @@ export default {
 
   'waiting.chance': 'Probabilidad de conseguir asiento',
   'chance.unknown': 'aún no se sabe',
+  'chance.unknownWhy': 'aún no se sabe: quedan {seats} para {people} delante de usted',
   'chance.veryLikely': 'muy probable',
   'chance.likely': 'probable',
   'chance.even': 'más o menos la mitad',

@@ -201,6 +201,7 @@ export default {
 
   'waiting.chance': 'Chance d’avoir une place',
   'chance.unknown': 'pas encore connue',
+  'chance.unknownWhy': 'pas encore connue : {seats} pour {people} devant vous',
   'chance.veryLikely': 'très probable',
   'chance.likely': 'probable',
   'chance.even': 'une chance sur deux environ',

@@ -69,7 +69,9 @@ test('the waiting page shows place, wait range and chance from the snapshot', { 
   const words = await page.evaluate(async ([c, seats, ahead]) => (await import('/static/messages.js')).chanceWords(c, seats, ahead),
     [st.body.seat_chance, snap.body.seats_left, place]);
   assert.equal(chance, words, `the server's chance ${st.body.seat_chance} in words`);
-  assert.match(chance, /unlikely: 20 seats left for \d+ people ahead of you/);
+  // No offer answered yet: the page says so, with the seats and the people ahead.
+  assert.equal(st.body.seat_chance, null, 'the priors alone are not stated');
+  assert.match(chance, /^not known yet: 20 seats left for \d+ people ahead of you$/);
   assert.deepEqual(statusReads, [], 'far back, the page never asked its per-token status');
   assert.deepEqual(page.errors, []);
   await context.close();

@@ -219,10 +219,14 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     figures.push(figure(
         "chance of a seat: share reaching a seat per tenth of stated chance",
         if shown == 0 {
-            format!("not shown ({} buyers shown none)", p.chance_unknown)
+            format!(
+                "not stated ({} buyers only ever shown \"not known yet\")",
+                p.chance_unknown
+            )
         } else {
             format!(
-                "{shown} buyers shown a chance ({} not); {} tenths with ≥ {MIN_CHANCE_SAMPLES} \
+                "{shown} buyers stated a chance ({} only ever shown \"not known yet\"); {} \
+                 tenths with ≥ {MIN_CHANCE_SAMPLES} \
                  buyers, furthest {worst:.1} points from its tenth",
                 p.chance_unknown,
                 judged.len()

@@ -55,7 +55,7 @@ pub struct Snapshot {
     pub outflow_per_min: Option<f64>,
     #[serde(default)]
     pub rate_per_min: u64,
-    /// The server's own model: `chance(p)` is the formula the page mirrors.
+    /// The server's own model: `stated(p)` is the formula the page mirrors.
     pub seat_model: Option<admission::SeatModel>,
     #[serde(default)]
     pub retry_after_s: u64,
@@ -106,7 +106,7 @@ fn wait_estimate(snap: &Snapshot, position: u64) -> Option<(u64, u64, u64)> {
 }
 
 fn seat_chance(snap: &Snapshot, position: u64) -> Option<f64> {
-    snap.seat_model.map(|m| m.chance(position))
+    snap.seat_model.and_then(|m| m.stated(position))
 }
 
 /// What the snapshot tells this buyer, or `None` when the page asks `…/queue/status` once

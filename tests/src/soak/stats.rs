@@ -98,7 +98,7 @@ pub struct Partial {
     #[serde(default)]
     pub join_keys: Vec<(String, u64)>,
     /// Chance of a seat: by tenth of the first chance stated (0–9), buyers who stayed for their
-    /// turn, and those of them who held a seat; buyers shown no chance (`null`).
+    /// turn, and those of them who held a seat; buyers never stated one (`null` throughout).
     #[serde(default)]
     pub chance_given: Vec<u64>,
     #[serde(default)]
@@ -251,8 +251,8 @@ impl Stats {
         });
     }
 
-    /// The first chance of a seat a staying buyer was shown (`None`: shown as unknown), and
-    /// whether it went on to hold a seat.
+    /// The first chance of a seat a staying buyer was stated (`None`: only ever shown as not
+    /// known yet), and whether it went on to hold a seat.
     pub fn chance(&self, stated: Option<f64>, reached: bool) {
         self.with(|i| {
             let p = &mut i.partial;

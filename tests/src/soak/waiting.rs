@@ -61,12 +61,23 @@ pub struct Waiter<'a> {
     pub plan: &'a Plan,
     pub token: &'a str,
     pub eta: Option<Eta>,
-    /// The first chance of a seat heard: `None` before any place was heard, `Some(None)` when
-    /// it was shown as unknown (or not at all).
+    /// The first chance of a seat stated: `None` before any place was heard, `Some(None)`
+    /// while it was shown only as not known yet (or not at all).
     pub chance: Option<Option<f64>>,
 }
 
 impl Waiter<'_> {
+    /// Keeps the first chance stated; "not known yet" counts only until a number is shown.
+    fn heard_chance(&mut self, chance: Option<f64>) {
+        if matches!(self.chance, Some(Some(_))) {
+            return;
+        }
+        if self.chance == Some(None) && chance.is_some() {
+            self.ctx.stats.count("chance_stated_after_not_known_yet");
+        }
+        self.chance = Some(chance);
+    }
+
     pub async fn wait(&mut self) -> Turn {
         if self.plan.websocket {
             // Only so many sockets fit in one process; the rest poll, as a browser would
@@ -150,9 +161,7 @@ impl Waiter<'_> {
             };
             match m.kind {
                 "position" => {
-                    if self.chance.is_none() {
-                        self.chance = Some(m.seat_chance);
-                    }
+                    self.heard_chance(m.seat_chance);
                     if self.eta.is_none() {
                         self.eta = match (m.estimated_wait_range_s, m.estimated_wait_s) {
                             (Some([low, high]), _) => Some(Eta {
@@ -279,9 +288,7 @@ impl Waiter<'_> {
             page::Update::Closed => Ok(Turn::Closed),
             page::Update::PreQueue | page::Update::Paused => Err(next),
             page::Update::Waiting { range, chance, .. } => {
-                if self.chance.is_none() {
-                    self.chance = Some(chance);
-                }
+                self.heard_chance(chance);
                 if self.eta.is_none() {
                     self.eta = range.map(|(low_s, high_s)| Eta {
                         at: Instant::now(),
@@ -322,8 +329,8 @@ impl Waiter<'_> {
             Some("offer_lapsed") => return Ok(Turn::Lapsed),
             _ => {}
         }
-        if self.chance.is_none() && a.body.get("position").is_some_and(|p| !p.is_null()) {
-            self.chance = Some(a.body.get("seat_chance").and_then(Value::as_f64));
+        if a.body.get("position").is_some_and(|p| !p.is_null()) {
+            self.heard_chance(a.body.get("seat_chance").and_then(Value::as_f64));
         }
         if self.eta.is_none() {
             self.eta = eta_from_status(&a.body);
