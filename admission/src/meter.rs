@@ -189,6 +189,7 @@ impl Admission {
             join_seq: out.seq,
             waiting,
             open_offers: out.open_offers,
+            claiming: out.claiming,
             active,
             lapsed_total: out.lapsed,
             // Rounded as published, so a page computing from the snapshot and `status`
@@ -211,7 +212,9 @@ impl Admission {
             seed: opened.then(|| control.seed.clone()),
             cap: Some(CapModel {
                 size: control.max_active,
-                free: u64::from(control.max_active).saturating_sub(taken),
+                // The places the meter itself finds free: claims in flight keep theirs.
+                free: u64::from(control.max_active)
+                    .saturating_sub(taken.saturating_add(out.claiming)),
                 // Offers flow only while open.
                 offer_rate_per_min: if state == EventState::Open {
                     rate_per_min

@@ -46,6 +46,8 @@ pub struct Snapshot {
     pub join_seq: u64,
     pub waiting: u64,
     pub open_offers: u64,
+    /// Claims in flight or just settled, each holding its place of the cap (`TickOutcome`).
+    pub claiming: u64,
     pub active: u64,
     pub lapsed_total: u64,
     /// Offers per minute measured over the last minute; `None` before any outflow or paused.

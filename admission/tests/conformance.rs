@@ -141,7 +141,8 @@ async fn rate_and_live_change(kind: Kind) {
 every_backend!(rate_and_live_change);
 
 /// `active sessions + open offers` never exceeds `max_active`; ended and expired sessions
-/// give their slots back; offers stay in queue order throughout.
+/// give their slots back; offers stay in queue order throughout. The free places published are
+/// the ones the meter finds: claims in flight or just settled keep theirs.
 async fn cap_holds(kind: Kind) {
     let h = Harness::new(kind, "cap", |c| {
         c.rate_per_min = 6_000;
@@ -153,6 +154,7 @@ async fn cap_holds(kind: Kind) {
     let joined = h.join_n(300).await;
     let mut all = Vec::new();
     let mut live: Vec<(String, u32)> = Vec::new();
+    let mut saw_claiming = false;
     for round in 0..3_000u32 {
         h.advance(TICK).await;
         let r = h.tick().await;
@@ -162,6 +164,13 @@ async fn cap_holds(kind: Kind) {
             active + s.open_offers <= 20,
             "cap exceeded: {active} active, {s:?}"
         );
+        let free = s.cap.as_ref().expect("cap").free;
+        assert_eq!(
+            free,
+            20u64.saturating_sub(active + s.open_offers + s.claiming),
+            "{s:?}"
+        );
+        saw_claiming |= s.claiming > 0;
         for seq in &r.offered {
             // Two in three claim; the rest let their offer lapse.
             if seq % 3 != 0 {
@@ -190,6 +199,7 @@ async fn cap_holds(kind: Kind) {
         "everyone was offered: {active} active, {last:?}"
     );
     assert!(all.windows(2).all(|w| w[0] < w[1]), "offers in queue order");
+    assert!(saw_claiming, "claims were counted while they settled");
 }
 every_backend!(cap_holds);
 

@@ -341,6 +341,7 @@ impl MemoryQueue {
                 seq: q.seq,
                 // Claims in flight are (or are about to be) active sessions.
                 open_offers: q.offers.len() as u64,
+                claiming: q.pending.len() as u64,
                 lapsed: q.lapsed,
                 epoch: ep,
                 now: clock.now_ms().max(now),

@@ -117,6 +117,9 @@ pub(crate) struct TickOutcome {
     pub seq: u64,
     /// Offers not yet claimed (claims in flight are not counted here).
     pub open_offers: u64,
+    /// Claims in flight, and claims whose session is so new a tick may not have counted it:
+    /// each keeps its place of the cap until then.
+    pub claiming: u64,
     pub lapsed: u64,
     pub epoch: String,
     pub now: UnixMs,

@@ -348,6 +348,8 @@ pub(crate) async fn stats(
             "state": crate::routes::events::state_name(snapshot.state),
             "waiting": snapshot.waiting,
             "offered": snapshot.open_offers,
+            // Claims in flight or just settled: each still holds its place of the cap.
+            "claiming": snapshot.claiming,
             "active": snapshot.active,
             "served": snapshot.served,
             "lapsed_total": snapshot.lapsed_total,

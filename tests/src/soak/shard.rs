@@ -101,11 +101,12 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
 }
 
 /// Buyers are waiting, the cap has room, seats are left and backpressure is off: offers can
-/// only be held back by the rate set.
+/// only be held back by the rate set. The cap's places in use are counted as the meter counts
+/// them: open offers, sessions, and claims in flight or just settled.
 fn rate_bound(stats: &serde_json::Value, cap: u64) -> bool {
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
     let queue = &stats["queue"];
-    let in_use = n(&queue["offered"]) + n(&queue["active"]);
+    let in_use = n(&queue["offered"]) + n(&queue["active"]) + n(&queue["claiming"]);
     let share = stats["backpressure"]["share"].as_f64().unwrap_or(1.0);
     n(&queue["waiting"]) > 0
         && in_use < cap.saturating_sub(cap / 10)

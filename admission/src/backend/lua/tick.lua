@@ -117,5 +117,6 @@ if opened and not hold and now >= grace and avail > 0 and (pass or (rate > 0 and
 end
 -- Open offers exclude claims in flight: those are (or are about to be) active sessions.
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
-  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers), lapsed = num(K.lapsed), epoch = ep, now = now,
+  ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers),
+  claiming = redis.call('ZCARD', K.pending), lapsed = num(K.lapsed), epoch = ep, now = now,
   pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc})
