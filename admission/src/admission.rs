@@ -239,6 +239,14 @@ impl Admission {
         self.handle(event).feed.subscribe()
     }
 
+    /// Whether the last tick this instance saw had offered this token's place
+    /// (`Snapshot::turn_has_come`): no backend call, no database read, and nothing registered
+    /// for an event this instance does not know.
+    pub fn turn_has_come(&self, claims: &QueueClaims) -> bool {
+        self.lookup(&claims.event)
+            .is_some_and(|h| h.feed.borrow().turn_has_come(claims))
+    }
+
     /// The event's handle and controls as of the last tick. An event this instance has not
     /// seen is looked up in the database once; an unknown one is refused and leaves nothing
     /// behind (no handle, no meter tick, no cached "no"), so made-up ids cost only their

@@ -457,8 +457,36 @@ async fn pre_queue(kind: Kind) {
     h.advance(opens_in).await;
     let post = h.join_n(50).await;
     assert!(post.iter().all(|j| !j.claims.pre_queue));
-    let offered = h.run(50, TICK).await;
+    // The edge tells an offered place from the last tick's frontiers alone: exactly the places
+    // offered so far, pre-queue ones by their score, none of the later arrivals yet.
+    let mut offered = Vec::new();
+    for _ in 0..50 {
+        if !offered.is_empty() {
+            break;
+        }
+        offered = h.run(1, TICK).await;
+    }
+    assert!(
+        !offered.is_empty() && offered.len() < 1_000,
+        "{} offered",
+        offered.len()
+    );
+    let first: std::collections::HashSet<u64> = offered.iter().copied().collect();
+    for j in pre.iter().chain(&post) {
+        assert_eq!(
+            h.adm.turn_has_come(&j.claims),
+            first.contains(&j.claims.seq),
+            "{:?}",
+            j.claims
+        );
+    }
+    offered.extend(h.run(50, TICK).await);
     assert_eq!(offered.len(), 1_050);
+    assert!(
+        pre.iter()
+            .chain(&post)
+            .all(|j| h.adm.turn_has_come(&j.claims))
+    );
     // Pre-queue offers are logged by their join sequence too: a claim names the same place.
     assert_eq!(h.db.recorded_offers(&h.event), offered);
     assert_eq!(h.db.recorded_joins(&h.event), 1_050);

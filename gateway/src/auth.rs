@@ -51,6 +51,9 @@ pub async fn authenticate(
         Caller::Anyone => {}
         Caller::QueueToken => {
             let ticket = QueueTicket::verify(parts, state).await?;
+            if state.admission.turn_has_come(&ticket.0) {
+                parts.extensions.insert(TurnHasCome);
+            }
             parts.extensions.insert(ticket);
         }
         Caller::AdmissionToken => {
@@ -73,10 +76,17 @@ pub async fn authenticate(
     Ok(())
 }
 
-/// Whether the request was verified as an admitted buyer's (by `authenticate`): such a request
-/// waits for a permit rather than being shed (`overload.rs`).
+/// A queue token whose place has been offered: its claim is one of the few the meter lets
+/// through (at most the cap's), owed a real answer like an admitted buyer's request.
+#[derive(Clone, Copy, Debug)]
+pub struct TurnHasCome;
+
+/// Whether the request was verified as an admitted buyer's, or as a claim of an offered place
+/// (by `authenticate`): such a request waits for a permit rather than being shed
+/// (`overload.rs`).
 pub fn carries_admission(extensions: &axum::http::Extensions) -> bool {
     extensions.get::<Admitted>().is_some()
+        || extensions.get::<TurnHasCome>().is_some()
         || matches!(
             extensions.get::<Reader>(),
             Some(Reader::Admitted(_) | Reader::Receipt { issued: true, .. })

@@ -8,11 +8,12 @@
 //! before it could be served, and the gateway would spend itself answering 503s.
 //!
 //! A buyer who queued for their turn is owed a real answer: a request carrying an admission
-//! token (holds, checkout, session, their hold and order) is never refused at once. It waits in
-//! a bounded line for a permit of its group (`FLOODGATE_ADMITTED_QUEUE` long, for at most the
-//! request deadline), and a permit given back goes to that line before anyone else; the rest of
-//! the group's traffic (claims, webhooks, receipt reads) may not take the last quarter of the
-//! budget, so it is what is shed first. There are only `max_active` admitted buyers per event,
+//! token (holds, checkout, session, their hold and order), and the claim of a place already
+//! offered, is never refused at once. It waits in a bounded line for a permit of its group
+//! (`FLOODGATE_ADMITTED_QUEUE` long, for at most the request deadline), and a permit given back
+//! goes to that line before anyone else; the rest of the group's traffic (claims of places not
+//! yet offered, webhooks, receipt reads) may not take the last quarter of the budget, so it is
+//! what is shed first. There are only `max_active` admitted buyers and open offers per event,
 //! so the line stays short while the crowd is refused at the door.
 //!
 //! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503

@@ -1,8 +1,9 @@
-//! Admitted buyers are never refused for load: while a crowd floods the cheap anonymous routes
-//! (joins, event reads, made-up receipt reads of the reservations group), admitted buyers hold,
-//! read their session and hold (with their token and with their receipt key), extend and release, all at once, through a reservations budget far smaller
-//! than their number. Every one of their requests gets a real answer (never 503): they wait in
-//! line for a permit while the anonymous traffic is what is shed.
+//! Buyers whose turn has come are never refused for load: while a crowd floods the cheap
+//! anonymous routes (joins, event reads, made-up receipt reads of the reservations group),
+//! offered buyers claim their offer, then hold, read their session and hold (with their token
+//! and with their receipt key), extend and release, all at once, through a reservations budget
+//! far smaller than their number. Every one of their requests gets a real answer (never 503):
+//! they wait in line for a permit while the anonymous traffic is what is shed.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -14,7 +15,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use support::buyer::Admitted;
+use support::buyer::{Admitted, Queued};
 use support::http::Answer;
 use support::{Backends, spawn_app_with};
 
@@ -111,9 +112,12 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
             json!({"rate_per_min": 60000, "max_active": 1000, "offer_s": 120}),
         )
         .await;
-    let mut buyers = Vec::new();
+    // Every buyer's offer is made before the crowd arrives; the claims go out into it.
+    let mut buyers: Vec<Queued> = Vec::new();
     for _ in 0..ADMITTED {
-        buyers.push(app.admit(&event).await);
+        let queued = app.join_queue(&event).await;
+        app.poll_until(&queued, "offered").await;
+        buyers.push(queued);
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -151,9 +155,18 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
     let shoppers: Vec<_> = buyers
         .into_iter()
         .enumerate()
-        .map(|(i, buyer)| {
+        .map(|(i, queued)| {
             let app = app.clone();
             tokio::spawn(async move {
+                let claimed = app.claim_raw(&queued, &queued.queue_token).await;
+                if claimed.status != 200 {
+                    return vec![format!("claim: {claimed:?}")];
+                }
+                let buyer = Admitted {
+                    event: queued.event.clone(),
+                    admission_token: claimed.str("admission_token"),
+                    session_id: claimed.str("session_id"),
+                };
                 let seat = support::buyer::seat(i as u32 + 1);
                 shop(&app, &buyer, seat).await
             })

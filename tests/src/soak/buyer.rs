@@ -339,6 +339,10 @@ async fn claim_http(ctx: &Ctx, plan: &Plan, path: &str, queue_token: &str) -> Op
         {
             Some(a) if a.status.is_success() => return Some(a.body),
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {
+                if a.status.as_u16() == 503 {
+                    // Offered, so owed a real answer like an admitted buyer.
+                    ctx.stats.count("offered_claim_503");
+                }
                 tokio::time::sleep(Duration::from_secs(
                     a.retry_after_s.unwrap_or(1).clamp(1, 5),
                 ))

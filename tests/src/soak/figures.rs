@@ -237,6 +237,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     ));
 
     let met_503 = p.get("admitted_met_503");
+    let claims_503 = p.get("offered_claim_503");
     let elsewhere: Vec<String> = p
         .counts
         .iter()
@@ -246,9 +247,10 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         })
         .collect();
     figures.push(figure(
-        "admitted buyers answered 503 (on requests carrying their admission token)",
+        "admitted buyers answered 503 (on requests carrying their admission token, and offered \
+         buyers' claims)",
         format!(
-            "{met_503} of {} admitted{}",
+            "{met_503} of {} admitted; {claims_503} claims of offered buyers{}",
             p.sessions_claimed,
             if elsewhere.is_empty() {
                 String::new()
@@ -260,7 +262,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             }
         ),
         "0",
-        Some(met_503 == 0),
+        Some(met_503 == 0 && claims_503 == 0),
     ));
 
     let offers_timeline = timeline(p);
