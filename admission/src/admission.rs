@@ -17,6 +17,7 @@ use crate::db::{AdmissionDb, Control};
 use crate::entry::Lane;
 use crate::error::AdmissionError;
 use crate::fairness::{self, Fairness};
+use crate::frontier::Frontier;
 use crate::limit::JoinLimiter;
 use crate::snapshot::{EventState, Outflow, Snapshot};
 use crate::status::{self, QueueStatus};
@@ -96,6 +97,8 @@ pub(crate) struct EventHandle {
     pub(crate) outflow: Mutex<Outflow>,
     pub(crate) turnover: Mutex<crate::turnover::Turnover>,
     pub(crate) last_checkpoint_ms: Mutex<UnixMs>,
+    /// Offers as far as the backend's last tick went, ahead of the snapshot (`frontier`).
+    pub(crate) frontier: Mutex<Frontier>,
     /// The join count this instance last recorded for the timeline (`None`: not yet).
     pub(crate) last_joins_total: Mutex<Option<u64>>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
@@ -191,6 +194,7 @@ impl Admission {
                     outflow: Mutex::new(Outflow::default()),
                     turnover: Mutex::new(Default::default()),
                     last_checkpoint_ms: Mutex::new(i64::MIN),
+                    frontier: Mutex::new(Frontier::default()),
                     last_joins_total: Mutex::new(None),
                     recovering: tokio::sync::Mutex::new(()),
                     metered: AtomicBool::new(true),
@@ -239,12 +243,12 @@ impl Admission {
         self.handle(event).feed.subscribe()
     }
 
-    /// Whether the last tick this instance saw had offered this token's place
-    /// (`Snapshot::turn_has_come`): no backend call, no database read, and nothing registered
-    /// for an event this instance does not know.
+    /// Whether the last tick this instance ran had offered this token's place (`frontier`):
+    /// no backend call, no database read, and nothing registered for an event this instance
+    /// does not know.
     pub fn turn_has_come(&self, claims: &QueueClaims) -> bool {
         self.lookup(&claims.event)
-            .is_some_and(|h| h.feed.borrow().turn_has_come(claims))
+            .is_some_and(|h| lock(&h.frontier).reached(claims))
     }
 
     /// The event's handle and controls as of the last tick. An event this instance has not

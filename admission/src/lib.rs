@@ -33,6 +33,7 @@ mod error;
 mod fail_open;
 mod fairness;
 mod forecast;
+mod frontier;
 mod limit;
 mod meter;
 mod modes;

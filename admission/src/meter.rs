@@ -12,6 +12,7 @@ use crate::backend::{BackendError, RecoverArgs, TickArgs};
 use crate::chance::{SeatCounts, round};
 use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
+use crate::frontier::Frontier;
 use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
 use crate::turnover::Tick;
@@ -87,6 +88,13 @@ impl Admission {
             other => other?,
         };
         self.note_backend(true);
+        // Claims of the places just offered can reach the edge before this tick is published.
+        *lock(&handle.frontier) = Frontier {
+            epoch: out.epoch.clone(),
+            cursor: out.cursor,
+            prequeue_through: out.pq_through,
+            seed: (out.now >= ms(control.opens_at)).then(|| control.seed.clone()),
+        };
         let state = if control.closed {
             EventState::Closed
         } else if sold_out {

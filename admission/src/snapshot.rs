@@ -132,25 +132,6 @@ impl Snapshot {
         }
     }
 
-    /// Whether this token's place has been offered (so its claim is a metered buyer's, not the
-    /// crowd's), from the frontiers alone: a FIFO place the cursor passed, or a pre-queue place
-    /// whose score the pre-queue frontier reached. A place of another queue epoch or of a
-    /// priority lane is not judged here (`false`): only the backend knows it.
-    pub fn turn_has_come(&self, claims: &QueueClaims) -> bool {
-        if claims.epoch != self.epoch || claims.seq >= crate::entry::PRIORITY_BASE {
-            return false;
-        }
-        if !claims.pre_queue {
-            return claims.seq <= self.cursor;
-        }
-        match (&self.seed, self.prequeue_served_through) {
-            (Some(seed), Some(through)) => {
-                crate::fairness::pre_score(seed, &claims.ticket_id) <= through
-            }
-            _ => false,
-        }
-    }
-
     /// Buyers ahead of this token from the cached counters alone (no backend call): exact for
     /// FIFO arrivals, an upper bound (the whole remaining pre-queue) for pre-queue ones; `None`
     /// once its turn has come.
