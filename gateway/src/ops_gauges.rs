@@ -60,6 +60,8 @@ impl Sampler {
                     .set(limit.in_flight() as f64);
                 metrics::gauge!("floodgate_inflight_limit", "group" => group.name())
                     .set(limit.size() as f64);
+                metrics::gauge!("floodgate_admitted_waiting", "group" => group.name())
+                    .set(limit.waiting() as f64);
             }
         }
     }

@@ -349,7 +349,7 @@ impl Guard {
         }
     }
 
-    fn timeout(&self, group: Group) -> Option<Duration> {
+    pub(crate) fn timeout(&self, group: Group) -> Option<Duration> {
         match group {
             // A socket lives for minutes; its upgrade answers at once anyway.
             Group::Sockets => None,

@@ -97,6 +97,8 @@ struct Buyer {
     socket_feeds: SocketFeeds,
     /// The budget `POST …/claim` is shed by: a claim over the socket spends the same.
     claim_budget: Option<Limit>,
+    /// How long an offered place's claim may wait for that budget, as over HTTP.
+    claim_patience: Duration,
     /// The one live socket of this ticket, until a newer one replaces it.
     ticket: TicketSeat,
     _address: AddressSlot,
@@ -111,6 +113,10 @@ impl Buyer {
             fanout: state.fanouts.of(&claims.event),
             socket_feeds: state.socket_feeds.clone(),
             claim_budget: state.guard.limit(Group::Reservations).cloned(),
+            claim_patience: state
+                .guard
+                .timeout(Group::Reservations)
+                .unwrap_or(Duration::ZERO),
             ticket: state.sockets.take_ticket(&claims.event, &claims.ticket_id),
             _address: address,
             claims,
@@ -498,8 +504,16 @@ async fn send_status_at(
 }
 
 async fn claim(buyer: &Buyer, told: &mut Told, socket: &mut WebSocket) -> bool {
-    // Held while the claim runs, as the HTTP route's permit is; a full budget sheds it.
-    let _permit = match buyer.claim_budget.as_ref().map(Limit::admit) {
+    // Held while the claim runs, as the HTTP route's permit is. As over HTTP, an offered
+    // place's claim waits for it in the admitted buyers' line; any other is shed when full.
+    let permit = match buyer.claim_budget.as_ref() {
+        Some(limit) if buyer.admission.turn_has_come(&buyer.claims) => {
+            Some(limit.admit_waiting(buyer.claim_patience).await)
+        }
+        Some(limit) => Some(limit.admit()),
+        None => None,
+    };
+    let _permit = match permit {
         Some(None) => {
             metrics::counter!("floodgate_rejections_total", "status" => "503", "reason" => "reservations")
                 .increment(1);
