@@ -16,6 +16,10 @@ use serde_json::json;
 use support::nginx::Nginx;
 use support::{Backends, spawn_app_with};
 
+/// The gateways of this file share one process's metrics: a test that counts the snapshot
+/// reads reaching the gateway holds this while any other test reads a snapshot.
+static SNAPSHOT_READS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The gateway believes `X-Forwarded-For` from nginx (on 127.0.0.1) only, as production does
 /// from its proxy's address: test buyers connect to nginx from other loopback addresses.
 fn trusting_nginx(config: &mut gateway::config::Config) {
@@ -104,7 +108,10 @@ async fn nginx_logs_when_each_join_reached_the_door() {
     assert_eq!(joined.status().as_u16(), 201);
     // Other requests are not logged: a snapshot read between two joins.
     let snapshot = format!("{join_url}/snapshot");
-    client.get(&snapshot).send().await.unwrap();
+    {
+        let _counted = SNAPSHOT_READS.lock().await;
+        client.get(&snapshot).send().await.unwrap();
+    }
     // The log is written at least once a second.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let line = loop {
@@ -153,6 +160,7 @@ async fn nginx_answers_the_snapshot_from_its_cache() {
     let front = nginx.front(&app.organizer_key);
     let event = app.create_event(10, json!({})).await;
     let path = format!("/api/events/{event}/queue/snapshot");
+    let counting = SNAPSHOT_READS.lock().await;
     let before = snapshots_served(&app).await;
     let first = front.request(Method::GET, &path).send().await.unwrap();
     let second = front.request(Method::GET, &path).send().await.unwrap();
@@ -183,6 +191,7 @@ async fn nginx_answers_the_snapshot_from_its_cache() {
         1.0,
         "two reads within a second reach the gateway once"
     );
+    drop(counting);
     // Per-buyer routes are never cached.
     let queued = front.join_queue(&event).await;
     let status = front
