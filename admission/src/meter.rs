@@ -88,18 +88,20 @@ impl Admission {
             other => other?,
         };
         self.note_backend(true);
-        // Claims of the places just offered can reach the edge before this tick is published.
+        let opened = out.now >= ms(control.opens_at);
+        // Claims of the places just offered can reach the edge before this tick is published,
+        // and before its checkpoint is written.
         *lock(&handle.frontier) = Frontier {
             epoch: out.epoch.clone(),
             cursor: out.cursor,
             prequeue_through: out.pq_through,
-            seed: (out.now >= ms(control.opens_at)).then(|| control.seed.clone()),
+            seed: opened.then(|| control.seed.clone()),
         };
         let state = if control.closed {
             EventState::Closed
         } else if sold_out {
             EventState::SoldOut
-        } else if out.now < ms(control.opens_at) {
+        } else if !opened {
             EventState::PreQueue
         } else if control.paused || maintenance {
             EventState::Paused
@@ -155,7 +157,6 @@ impl Admission {
             written?;
         }
         let waiting = out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead;
-        let opened = out.now >= ms(control.opens_at);
         // Offers flow only while open, opened and someone is in line: a quiet before the
         // opening, a pause or an empty line says nothing of how fast the line moves.
         let flowing = state == EventState::Open && opened && (waiting > 0 || out.open_offers > 0);
