@@ -157,13 +157,14 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
 
   // Stuck payments: the page asks for those paying over 60 s, longer than a test can wait (and
   // a card failing that long would slow admission on the whole shared gateway). Its next
-  // request goes on with 0 s instead, just after a slow card started paying, and the table must
-  // list what the gateway answered.
-  const slow = await h.holdByApi(event, [rows[1][0].seat_id]);
+  // request goes on with 0 s instead, while a card waits for its buyer at the bank (open until
+  // the buyer comes back, however slow the machine), and the table must list what the gateway
+  // answered.
+  const waiting = await h.holdByApi(event, [rows[1][0].seat_id]);
+  await h.payByApi(waiting, 'pm_card_authenticationRequired');
   const answers = [];
   const stuckUrl = (url) => url.pathname.endsWith('/stuck');
   await page.route(stuckUrl, async (route) => {
-    if (!answers.length) await h.payByApi(slow, 'pm_card_slow');
     const url = new URL(route.request().url());
     const asked = url.searchParams.get('older_than_s');
     url.searchParams.set('older_than_s', '0');
@@ -173,7 +174,7 @@ test('the dashboard shows the queue and its controls act on the gateway', { time
   });
   for (const end = Date.now() + 10000; !answers.length && Date.now() < end;) await h.sleep(100);
   const [answer] = answers;
-  assert.ok(answer?.ids.length, `the slow payment is open in GET …/stuck: ${JSON.stringify(answers)}`);
+  assert.ok(answer?.ids.length, `the payment waiting at the bank is open in GET …/stuck: ${JSON.stringify(answers)}`);
   assert.equal(answer.asked, '60', 'the page asks for payments stuck over 60 s');
   await page.waitForSelector('#stuck table', { timeout: 5000 });
   const shownRows = await page.$$eval('#stuck table tbody tr', (trs) => trs.map((tr) => tr.textContent));
