@@ -4,12 +4,19 @@
 //! lapses (the buyer left the line, or never claimed) or when the buyer leaves without buying.
 //! Per offer, on average, `q = c·b` seats go, where
 //!
-//! - `c` (claim share) = claimed ÷ (claimed + lapsed) offers, drawn toward a prior of 0.9 by
-//!   `PRIOR_WEIGHT` pseudo-offers, so the first few offers do not swing it;
+//! - `c` (claim share) = 1 − lapsed ÷ offers made at least an offer's life ago, drawn toward a
+//!   prior of 0.9 by `PRIOR_WEIGHT` pseudo-offers, so the first few offers do not swing it.
+//!   Claims come within seconds and lapses only when an offer runs out, so over every offer
+//!   answered so far the last offer-life's claims are in and their lapses are not: the share
+//!   would look higher than it is, most of all while the line moves fast. Only before the
+//!   meter has kept an offer's life of ticks (just after a restart) is it claimed ÷ answered;
 //! - `b` (seats per buyer) = (sold + (1 − ρ)·held) ÷ (finished sessions + sessions holding
-//!   seats), drawn toward the event's per-buyer limit by `PRIOR_WEIGHT` pseudo-buyers. `ρ` is
-//!   the share of held seats that come back (holds that lapse, payments that fail); sessions
-//!   still choosing are left out, they have not shown what they take.
+//!   seats), drawn toward the event's per-buyer limit by `PRIOR_WEIGHT` pseudo-buyers; sessions
+//!   still choosing are left out, they have not shown what they take;
+//! - `ρ` (return share) = holds that gave their seats back (released, expired, abandoned after
+//!   a failed payment) ÷ holds ended, drawn toward a prior of 5 % by `PRIOR_WEIGHT` pseudo-holds.
+//!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
+//!   back to the line, and the places just past the seats are the ones they reach.
 //!
 //! The seats the queue still competes for: `R = seats_left + ρ·held − b·choosing − q·open
 //! offers` (sessions still choosing and offers not yet answered will take theirs first). A
@@ -42,8 +49,8 @@ use serde::{Deserialize, Serialize};
 const PRIOR_WEIGHT: f64 = 5.0;
 /// Share of offers claimed before any is answered.
 const PRIOR_CLAIM_SHARE: f64 = 0.9;
-/// Share of held seats that come back.
-const RETURN_SHARE: f64 = 0.05;
+/// Share of held seats that come back, before any hold has ended.
+const PRIOR_RETURN_SHARE: f64 = 0.05;
 /// Relative error allowed for the model itself.
 const MODEL_ERROR: f64 = 0.03;
 /// Offers answered, and sessions finished, before the counts outweigh the priors fourfold.
@@ -56,11 +63,16 @@ pub(crate) struct SeatCounts {
     pub held: u64,
     pub sold: u64,
     pub live_holds: u64,
+    /// Holds ended with a sale, and holds ended giving their seats back.
+    pub holds_sold: u64,
+    pub holds_returned: u64,
     /// Sessions not ended (choosing, holding or paying).
     pub active: u64,
     /// Offers answered by a claim, and offers that lapsed.
     pub claimed: u64,
     pub lapsed: u64,
+    /// Offers made at least an offer's life ago (claimed or lapsed by now), when known.
+    pub run_their_course: Option<u64>,
     pub open_offers: u64,
     /// The event's per-buyer seat limit.
     pub limit: u32,
@@ -94,11 +106,16 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
         .claimed
         .saturating_sub(c.active)
         .saturating_add(c.live_holds);
-    let taken = c.sold as f64 + (1.0 - RETURN_SHARE) * c.held as f64;
+    let returns = (c.holds_returned as f64 + PRIOR_WEIGHT * PRIOR_RETURN_SHARE)
+        / ((c.holds_sold + c.holds_returned) as f64 + PRIOR_WEIGHT);
+    let taken = c.sold as f64 + (1.0 - returns) * c.held as f64;
     let per_buyer = (taken + PRIOR_WEIGHT * limit) / (finished as f64 + PRIOR_WEIGHT);
-    let answered = (c.claimed + c.lapsed) as f64;
+    let (answered, claimed) = match c.run_their_course {
+        Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
+        _ => (c.claimed + c.lapsed, c.claimed),
+    };
     let claim_share =
-        (c.claimed as f64 + PRIOR_WEIGHT * PRIOR_CLAIM_SHARE) / (answered + PRIOR_WEIGHT);
+        (claimed as f64 + PRIOR_WEIGHT * PRIOR_CLAIM_SHARE) / (answered as f64 + PRIOR_WEIGHT);
     let q = claim_share * per_buyer;
     let per_place_var = if limit <= 1.0 {
         q * (1.0 - q).max(0.0)
@@ -107,10 +124,10 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     }
     .max(0.05 * q);
     let choosing = c.active.saturating_sub(c.live_holds) as f64;
-    let seats_for_queue = c.seats_left as f64 + RETURN_SHARE * c.held as f64
+    let seats_for_queue = c.seats_left as f64 + returns * c.held as f64
         - per_buyer * choosing
         - q * c.open_offers as f64;
-    let known = c.claimed + c.lapsed >= EVIDENCE
+    let known = answered >= EVIDENCE
         && finished >= EVIDENCE
         && c.opened_for_ms >= u64::from(c.offer_s) * 1_000;
     // Every session still open and every open offer may yet take the limit.
@@ -124,13 +141,10 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
         per_place: round(q, 5),
         per_place_var: round(per_place_var, 5),
         estimate_var: round(
-            per_place_var / (answered + PRIOR_WEIGHT) + (MODEL_ERROR * q).powi(2),
+            per_place_var / (answered as f64 + PRIOR_WEIGHT) + (MODEL_ERROR * q).powi(2),
             7,
         ),
-        base_var: round(
-            0.25 + c.held as f64 * RETURN_SHARE * (1.0 - RETURN_SHARE),
-            3,
-        ),
+        base_var: round(0.25 + c.held as f64 * returns * (1.0 - returns), 3),
         known,
         sure_places,
     };
@@ -227,6 +241,52 @@ mod tests {
         assert!((per_buyer - 1.0).abs() < 0.01, "{per_buyer}");
         assert!(m.per_place < 0.96, "{m:?}");
         assert!(m.chance(1_020) > 0.5, "{}", m.chance(1_020));
+    }
+
+    #[test]
+    fn lapses_are_counted_against_the_offers_that_had_time_to_lapse() {
+        // 2,000 offers claimed and 100 lapsed, but only 1,000 offers are an offer's life old:
+        // the 100 lapses are a tenth of those, not a twentieth of all.
+        let all = sale(1_000);
+        let (_, over_all) = model(&all);
+        let (_, over_run) = model(&SeatCounts {
+            run_their_course: Some(1_000),
+            ..all
+        });
+        // Seats per buyer are 1: `q` is the claim share.
+        assert!((over_all.per_place - 0.95).abs() < 0.01, "{over_all:?}");
+        assert!((over_run.per_place - 0.9).abs() < 0.01, "{over_run:?}");
+        // Offers lost to a restart's short memory (fewer than have lapsed) fall back to all.
+        let (_, short) = model(&SeatCounts {
+            run_their_course: Some(50),
+            ..all
+        });
+        assert_eq!(short, over_all);
+    }
+
+    #[test]
+    fn held_seats_come_back_as_often_as_this_sales_holds_gave_theirs_back() {
+        // Nothing left but 1,000 seats held: how many reach the line depends on how many held
+        // seats this sale's buyers gave back so far, not on a fixed guess.
+        let held = |sold, returned| SeatCounts {
+            held: 1_000,
+            live_holds: 1_000,
+            active: 1_000,
+            holds_sold: sold,
+            holds_returned: returned,
+            sold: 1_000,
+            ..sale(0)
+        };
+        let (_, kept) = model(&held(2_000, 0));
+        let (_, given_back) = model(&held(1_600, 400));
+        // A fifth of ended holds gave their seats back: about 200 of the 1,000 come back.
+        assert!(
+            (given_back.seats_for_queue - 200.0).abs() < 5.0,
+            "{given_back:?}"
+        );
+        assert!(kept.seats_for_queue < 5.0, "{kept:?}");
+        assert!(given_back.chance(100) > 0.9, "{}", given_back.chance(100));
+        assert!(kept.chance(100) < 0.01, "{}", kept.chance(100));
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Availability {
     pub sold: u64,
     /// Live holds (held or paying): the sessions that have already taken their seats.
     pub live_holds: u64,
+    /// Holds ended with a sale, and holds ended giving their seats back.
+    pub holds_sold: u64,
+    pub holds_returned: u64,
 }
 
 impl Availability {

@@ -162,24 +162,32 @@ impl Admission {
         let flowing = state == EventState::Open && opened && (waiting > 0 || out.open_offers > 0);
         let measured = lock(&handle.outflow).record(out.now, out.served, flowing);
         let taken = active.saturating_add(out.open_offers);
-        let held = lock(&handle.turnover).record(
-            Tick {
-                at_ms: out.now,
-                taken,
-                served: out.served,
-                epoch: &out.epoch,
-            },
-            opened && state != EventState::Closed,
-        );
+        let (held, run_their_course) = {
+            let mut turnover = lock(&handle.turnover);
+            let held = turnover.record(
+                Tick {
+                    at_ms: out.now,
+                    taken,
+                    served: out.served,
+                    epoch: &out.epoch,
+                },
+                opened && state != EventState::Closed,
+            );
+            let offer_ms = i64::from(control.offer_s) * 1000;
+            (held, turnover.served_by(out.now - offer_ms))
+        };
         let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
             seats_left: seats.available,
             held: seats.held_or_paying,
             sold: seats.sold,
             live_holds: seats.live_holds,
+            holds_sold: seats.holds_sold,
+            holds_returned: seats.holds_returned,
             active,
             // Claims in flight count as claimed: they are about to be sessions.
             claimed: out.served.saturating_sub(out.lapsed + out.open_offers),
             lapsed: out.lapsed,
+            run_their_course,
             open_offers: out.open_offers,
             limit: control.max_seats_per_buyer,
             opened_for_ms: u64::try_from(out.now.saturating_sub(ms(control.opens_at))).unwrap_or(0),

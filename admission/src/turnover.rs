@@ -115,6 +115,13 @@ impl Turnover {
         self.held_since(from, &next)
     }
 
+    /// Offers made by `at_ms`, from the ticks kept since the measurement began; `None` when
+    /// they do not reach that far back.
+    pub(crate) fn served_by(&self, at_ms: UnixMs) -> Option<u64> {
+        let after = self.samples.partition_point(|s| s.at_ms <= at_ms);
+        self.samples.get(after.checked_sub(1)?).map(|s| s.served)
+    }
+
     /// `W` over the samples from index `from` to `last`; `None` while too few places freed.
     fn held_since(&self, from: usize, last: &Sample) -> Option<Held> {
         let first = self.samples.get(from)?;
@@ -174,6 +181,22 @@ mod tests {
             out.push(t.record(tick(at, started.len() as u64, served), true));
         }
         out
+    }
+
+    #[test]
+    fn offers_made_by_a_past_moment_are_read_from_the_ticks_kept() {
+        let mut t = Turnover::default();
+        assert_eq!(t.served_by(0), None);
+        t.record(tick(1_000, 0, 10), true);
+        t.record(tick(2_000, 5, 30), true);
+        t.record(tick(3_000, 5, 70), true);
+        assert_eq!(t.served_by(500), None, "before the first tick kept");
+        assert_eq!(t.served_by(1_000), Some(10));
+        assert_eq!(t.served_by(2_999), Some(30));
+        assert_eq!(t.served_by(9_000), Some(70));
+        // A pause in the measurement forgets the past.
+        t.record(tick(4_000, 5, 80), false);
+        assert_eq!(t.served_by(3_000), None);
     }
 
     #[test]

@@ -245,6 +245,8 @@ impl AdmissionDb for StoreAdmissionDb {
             held_or_paying: count(a.held_or_paying),
             sold: count(a.sold),
             live_holds: count(a.live_holds),
+            holds_sold: count(a.holds_sold),
+            holds_returned: count(a.holds_returned),
         })
     }
 

@@ -385,6 +385,10 @@ pub struct SeatAvailability {
     pub sold: i64,
     /// Distinct live holds (held or paying): buyers who have taken their seats.
     pub live_holds: i64,
+    /// Holds that ended with a sale, and holds that ended giving their seats back (released,
+    /// expired, abandoned): how many held seats come back, as this sale's buyers behave.
+    pub holds_sold: i64,
+    pub holds_returned: i64,
 }
 
 impl Store {
@@ -398,7 +402,11 @@ impl Store {
                  then 1 else 0 end), 0) as held_or_paying, \
              coalesce(sum(case when state = 'sold' then 1 else 0 end), 0) as sold, \
              count(distinct case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
-                 then hold_id end) as live_holds \
+                 then hold_id end) as live_holds, \
+             (select count(*) from holds h where h.event_id = $1 and h.state = 'confirmed') \
+                 as holds_sold, \
+             (select count(*) from holds h where h.event_id = $1 \
+                 and h.state in ('released', 'expired', 'abandoned')) as holds_returned \
              from seats where event_id = $1",
         ))
         .bind(event.as_str())
