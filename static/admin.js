@@ -174,7 +174,7 @@ function statsLegend() {
   $('chart').setAttribute('aria-label', t('admin.chartLabel'));
 }
 
-const PRESSURE_REASONS = ['hold_p99', 'database', 'outbox_age'];
+const PRESSURE_REASONS = ['hold_p99', 'admitted_wait', 'database', 'outbox_age'];
 
 /** The share of the configured rate admission uses, and why it is lower. */
 function pressureText(p) {

@@ -1,5 +1,6 @@
 //! Backpressure: once a second this instance judges the reservation core from what it sees —
-//! its holds' p99 latency, whether the database answers, how long the outbox's owed jobs have waited —
+//! its holds' p99 latency, how long admitted buyers' requests waited for a permit of the
+//! reservations budget, whether the database answers, how long the outbox's owed jobs have waited —
 //! and reports the verdict to admission, which slows offers while the core is unhealthy and
 //! stops them if it stays so (see `admission::Pressure`). Buyers are not admitted into a
 //! checkout that is failing; the organizer sees the share and the reasons in the stats and
@@ -8,6 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::overload::Group;
 use crate::state::AppState;
 
 /// When a signal counts as unhealthy. Off = measured and shown, never acted on.
@@ -15,6 +17,9 @@ use crate::state::AppState;
 pub struct Thresholds {
     pub enabled: bool,
     pub hold_p99: Duration,
+    /// An admitted buyer's request waiting longer than this for a permit: the meter lets in
+    /// more buyers than the core serves (while the cap binds, the rate alone says nothing).
+    pub admitted_wait: Duration,
     pub outbox_age: Duration,
 }
 
@@ -61,6 +66,13 @@ async fn judge(state: &AppState, limits: &Thresholds) -> Vec<String> {
         metrics::gauge!("floodgate_backpressure_hold_p99_seconds").set(f64::from(p99) / 1000.0);
         if u128::from(p99) > limits.hold_p99.as_millis() {
             unhealthy.push("hold_p99".to_owned());
+        }
+    }
+    if let Some(reservations) = state.guard.limit(Group::Reservations) {
+        let waited = reservations.take_longest_admitted_wait();
+        metrics::gauge!("floodgate_backpressure_admitted_wait_seconds").set(waited.as_secs_f64());
+        if waited > limits.admitted_wait {
+            unhealthy.push("admitted_wait".to_owned());
         }
     }
     let answered = tokio::time::timeout(PING_TIMEOUT, state.store.ping()).await;

@@ -106,6 +106,15 @@ pub struct Config {
     )]
     pub backpressure_hold_p99_ms: u64,
 
+    /// Backpressure: an admitted buyer's request waiting longer than this for a permit of the
+    /// reservations budget means more buyers are let in than the core serves.
+    #[arg(
+        long,
+        env = "FLOODGATE_BACKPRESSURE_ADMITTED_WAIT_MS",
+        default_value_t = 1_000
+    )]
+    pub backpressure_admitted_wait_ms: u64,
+
     /// Backpressure: half the owed outbox jobs older than this means payments are not keeping
     /// up (a few stuck jobs, such as buyers' failing cards, do not count).
     #[arg(long, env = "FLOODGATE_BACKPRESSURE_OUTBOX_AGE_S", default_value_t = 5)]
@@ -233,6 +242,7 @@ impl Config {
             log: "text".to_owned(),
             backpressure: true,
             backpressure_hold_p99_ms: 1_000,
+            backpressure_admitted_wait_ms: 1_000,
             backpressure_outbox_age_s: 5,
             max_inflight_joins: 64,
             max_inflight_polls: 256,
@@ -273,6 +283,7 @@ impl Config {
         crate::backpressure::Thresholds {
             enabled: self.backpressure,
             hold_p99: std::time::Duration::from_millis(self.backpressure_hold_p99_ms),
+            admitted_wait: std::time::Duration::from_millis(self.backpressure_admitted_wait_ms),
             outbox_age: std::time::Duration::from_secs(self.backpressure_outbox_age_s),
         }
     }

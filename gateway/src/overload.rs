@@ -195,6 +195,9 @@ pub struct Limit {
     /// Set when every request of the group may wait in line (for this long), not only
     /// admitted buyers'.
     line_patience: Option<Duration>,
+    /// The longest an admitted buyer's request waited for a permit since backpressure last
+    /// looked: a line that long means more buyers are let in than the core serves.
+    longest_admitted_wait_ms: Arc<AtomicU64>,
 }
 
 /// A quarter of the group's budget is kept for admitted buyers.
@@ -221,6 +224,7 @@ impl Limit {
             waiting: Arc::new(AtomicUsize::new(0)),
             max_waiting: 0,
             line_patience: None,
+            longest_admitted_wait_ms: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -276,15 +280,24 @@ impl Limit {
             .ok()
             .and_then(Result::ok);
         drop(in_line);
-        let waited = started.elapsed().as_secs_f64();
+        let waited = started.elapsed();
         if self.line_patience.is_some() {
-            metrics::histogram!("floodgate_line_wait_seconds", "group" => self.name).record(waited);
+            metrics::histogram!("floodgate_line_wait_seconds", "group" => self.name)
+                .record(waited.as_secs_f64());
         } else {
             metrics::histogram!("floodgate_admitted_wait_seconds", "group" => self.name)
-                .record(waited);
+                .record(waited.as_secs_f64());
+            let ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+            self.longest_admitted_wait_ms
+                .fetch_max(ms, Ordering::Relaxed);
         }
         self.pace.count(self.pace.now_s(), permit.is_none());
         permit
+    }
+
+    /// The longest an admitted buyer's request waited for a permit since the last call.
+    pub fn take_longest_admitted_wait(&self) -> Duration {
+        Duration::from_millis(self.longest_admitted_wait_ms.swap(0, Ordering::Relaxed))
     }
 
     /// Admitted buyers' requests waiting for a permit now.

@@ -122,3 +122,76 @@ async fn a_stalled_provider_slows_then_holds_offers_and_they_resume_after() {
         served(&moving)
     );
 }
+
+/// While `max_active` binds, offers go out as fast as places free, whatever the rate: only the
+/// line of admitted buyers waiting for a permit of the reservations budget shows that more are
+/// let in than the core serves. Buyers reading their session through a budget of one permit
+/// make that line; admission slows, then recovers once they stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admitted_buyers_waiting_for_the_core_slow_offers() {
+    const BUYERS: usize = 16;
+    let app = spawn_app_with(Backends::Postgres, |config| {
+        config.max_inflight_reservations = 1;
+        config.backpressure_admitted_wait_ms = 1;
+    })
+    .await;
+    let event = app
+        .create_event(
+            40,
+            json!({"rate_per_min": 600, "max_active": 1000, "offer_s": 60}),
+        )
+        .await;
+    let mut buyers = Vec::new();
+    for _ in 0..BUYERS {
+        buyers.push(app.admit(&event).await);
+    }
+    let healthy = stats_until(&app, &event, "a healthy core", |s| share(s) == 1.0).await;
+    assert_eq!(healthy["backpressure"]["reasons"], json!([]), "{healthy:#}");
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = std::sync::Arc::new(app);
+    let readers: Vec<_> = buyers
+        .into_iter()
+        .map(|buyer| {
+            let (app, stop) = (app.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut refused = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let session = app
+                        .send(
+                            app.request(reqwest::Method::GET, "/api/session")
+                                .bearer_auth(&buyer.admission_token),
+                        )
+                        .await;
+                    refused += u32::from(session.status != 200);
+                }
+                refused
+            })
+        })
+        .collect();
+    let slowed = stats_until(&app, &event, "offers to slow down", |s| share(s) < 1.0).await;
+    let reasons = slowed["backpressure"]["reasons"].clone();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut refused = 0;
+    for reader in readers {
+        refused += reader.await.expect("reader");
+    }
+    assert!(
+        reasons
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("admitted_wait"))),
+        "the organizer sees why: {slowed:#}"
+    );
+    assert_eq!(refused, 0, "admitted buyers waited, none was refused");
+    let metrics = app.get("/metrics").await.text;
+    assert!(
+        metrics.contains("floodgate_backpressure_unhealthy_total{reason=\"admitted_wait\"}"),
+        "counted in /metrics"
+    );
+    let recovered = stats_until(&app, &event, "the full rate to return", |s| share(s) == 1.0).await;
+    assert_eq!(
+        recovered["backpressure"]["reasons"],
+        json!([]),
+        "{recovered:#}"
+    );
+}

@@ -309,6 +309,7 @@ export default {
   'admin.pressure.slowed': 'verlangsamt auf {pct}',
   'admin.pressure.slowedWhy': 'verlangsamt auf {pct}: {why}',
   'admin.pressure.hold_p99': 'Reservierungen sind langsam',
+  'admin.pressure.admitted_wait': 'bereits eingelassene Käufer warten auf das Reservierungssystem',
   'admin.pressure.database': 'die Datenbank antwortet nicht',
   'admin.pressure.outbox_age': 'Zahlungen hängen hinterher',
   'admin.seats': 'Plätze',

@@ -264,6 +264,7 @@ export default {
   'admin.pressure.slowed': 'slowed to {pct}',
   'admin.pressure.slowedWhy': 'slowed to {pct}: {why}',
   'admin.pressure.hold_p99': 'holds are slow',
+  'admin.pressure.admitted_wait': 'buyers already let in are waiting for the reservation core',
   'admin.pressure.database': 'the database is not answering',
   'admin.pressure.outbox_age': 'payments are falling behind',
   'admin.seats': 'Seats',

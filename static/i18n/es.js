@@ -309,6 +309,7 @@ export default {
   'admin.pressure.slowed': 'reducido a {pct}',
   'admin.pressure.slowedWhy': 'reducido a {pct}: {why}',
   'admin.pressure.hold_p99': 'las reservas van lentas',
+  'admin.pressure.admitted_wait': 'los compradores ya admitidos esperan al sistema de reservas',
   'admin.pressure.database': 'la base de datos no responde',
   'admin.pressure.outbox_age': 'los pagos se retrasan',
   'admin.seats': 'Asientos',

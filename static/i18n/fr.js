@@ -309,6 +309,7 @@ export default {
   'admin.pressure.slowed': 'ralenti à {pct}',
   'admin.pressure.slowedWhy': 'ralenti à {pct} : {why}',
   'admin.pressure.hold_p99': 'les réservations sont lentes',
+  'admin.pressure.admitted_wait': 'les acheteurs déjà admis attendent le système de réservation',
   'admin.pressure.database': 'la base de données ne répond pas',
   'admin.pressure.outbox_age': 'les paiements prennent du retard',
   'admin.seats': 'Places',
