@@ -144,13 +144,17 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_SOCKETS", default_value_t = 256)]
     pub max_inflight_sockets: usize,
 
-    /// Claims, holds, extend, checkout, release, session, order and webhook requests in flight.
+    /// Claims, holds, extend, checkout, release, session and order requests in flight.
     #[arg(
         long,
         env = "FLOODGATE_MAX_INFLIGHT_RESERVATIONS",
         default_value_t = 128
     )]
     pub max_inflight_reservations: usize,
+
+    /// Payment provider webhooks in flight.
+    #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_WEBHOOKS", default_value_t = 16)]
+    pub max_inflight_webhooks: usize,
 
     /// Requests of admitted buyers (an admission token: holds, checkout, session, their hold
     /// and order) that may wait for a reservations permit at once, rather than being refused
@@ -248,6 +252,7 @@ impl Config {
             max_inflight_polls: 256,
             max_inflight_sockets: 256,
             max_inflight_reservations: 128,
+            max_inflight_webhooks: 16,
             admitted_queue: 4_096,
             join_queue: 4_096,
             join_patience_ms: 2_000,
@@ -295,6 +300,7 @@ impl Config {
             polls: self.max_inflight_polls.max(1),
             sockets: self.max_inflight_sockets.max(1),
             reservations: self.max_inflight_reservations.max(1),
+            webhooks: self.max_inflight_webhooks.max(1),
             admitted_queue: self.admitted_queue,
             join_queue: self.join_queue,
             join_patience: std::time::Duration::from_millis(self.join_patience_ms),

@@ -171,6 +171,7 @@ fn register_zeroes() {
         "joins",
         "sockets",
         "reservations",
+        "webhooks",
         "organizer",
         "reads",
         "timeout",

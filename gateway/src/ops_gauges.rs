@@ -196,10 +196,15 @@ async fn pool(state: &AppState) {
     metrics::gauge!("floodgate_db_pool_connections", "state" => "busy").set(f64::from(busy));
     metrics::gauge!("floodgate_db_pool_connections", "state" => "idle").set(f64::from(idle));
     metrics::gauge!("floodgate_db_pool_max_connections").set(f64::from(max));
-    let in_flight: usize = [Group::Reservations, Group::Organizer, Group::Reads]
-        .into_iter()
-        .filter_map(|g| state.guard.limit(g).map(|l| l.in_flight()))
-        .sum();
+    let in_flight: usize = [
+        Group::Reservations,
+        Group::Webhooks,
+        Group::Organizer,
+        Group::Reads,
+    ]
+    .into_iter()
+    .filter_map(|g| state.guard.limit(g).map(|l| l.in_flight()))
+    .sum();
     let waiters = if busy >= max {
         in_flight.saturating_sub(busy as usize)
     } else {

@@ -12,8 +12,9 @@
 //! offered, is never refused at once. It waits in a bounded line for a permit of its group
 //! (`FLOODGATE_ADMITTED_QUEUE` long, for at most the request deadline), and a permit given back
 //! goes to that line before anyone else; the rest of the group's traffic (claims of places not
-//! yet offered, webhooks, receipt reads) may not take the last quarter of the budget, so it is
-//! what is shed first. There are only `max_active` admitted buyers and open offers per event,
+//! yet offered, receipt reads without this deployment's tag) may not take the last quarter of
+//! the budget, so it is what is shed first. The payment provider's webhooks have a budget of
+//! their own. There are only `max_active` admitted buyers and open offers per event,
 //! so the line stays short while the crowd is refused at the door.
 //!
 //! Every request but the WebSocket upgrade also has a deadline: past it the client hears 503
@@ -48,8 +49,12 @@ pub enum Group {
     Polls,
     /// WebSocket upgrades (the budget covers the handshake, not the socket's life).
     Sockets,
-    /// Claims, holds, extend, checkout, release, session, orders, payment webhooks: the money path.
+    /// Claims, holds, extend, checkout, release, session, orders: the money path.
     Reservations,
+    /// The payment provider's webhooks. Apart from reservations: a signature is checked only
+    /// once the body is read, so they cannot join the admitted buyers' line, and shed with the
+    /// crowd's requests they would hold up the confirmations the buyers paid for.
+    Webhooks,
     /// The organizer API.
     Organizer,
     /// Event summaries, seat maps, fairness, pages, the OpenAPI document.
@@ -59,11 +64,12 @@ pub enum Group {
 }
 
 impl Group {
-    pub const LIMITED: [Group; 6] = [
+    pub const LIMITED: [Group; 7] = [
         Group::Joins,
         Group::Polls,
         Group::Sockets,
         Group::Reservations,
+        Group::Webhooks,
         Group::Organizer,
         Group::Reads,
     ];
@@ -74,6 +80,7 @@ impl Group {
             Group::Polls => "polls",
             Group::Sockets => "sockets",
             Group::Reservations => "reservations",
+            Group::Webhooks => "webhooks",
             Group::Organizer => "organizer",
             Group::Reads => "reads",
             Group::Unlimited => "unlimited",
@@ -93,6 +100,7 @@ pub struct Budgets {
     pub polls: usize,
     pub sockets: usize,
     pub reservations: usize,
+    pub webhooks: usize,
     /// Admitted buyers' requests that may wait for a permit at once (see the module's doc).
     pub admitted_queue: usize,
     /// Joins that may wait for a permit at once, and for how long (see `Limit::with_line`).
@@ -199,6 +207,10 @@ pub struct Limit {
     /// looked: a line that long means more buyers are let in than the core serves.
     longest_admitted_wait_ms: Arc<AtomicU64>,
 }
+
+/// Webhooks that may wait for a permit at once: a provider delivers a burst of them as a storm's
+/// payments settle, and each one shed is a confirmation delayed until the provider retries.
+const WEBHOOK_LINE: usize = 1_024;
 
 /// A quarter of the group's budget is kept for admitted buyers.
 const RESERVED_SHARE: usize = 4;
@@ -321,6 +333,7 @@ pub struct Guard {
     polls: Limit,
     sockets: Limit,
     reservations: Limit,
+    webhooks: Limit,
     organizer: Limit,
     reads: Limit,
     request_timeout: Duration,
@@ -337,6 +350,8 @@ impl Guard {
             sockets: Limit::new("sockets", budgets.sockets),
             reservations: Limit::new("reservations", budgets.reservations)
                 .keeping_for_admitted(budgets.admitted_queue),
+            webhooks: Limit::new("webhooks", budgets.webhooks)
+                .with_line(WEBHOOK_LINE, budgets.request_timeout / 2),
             organizer: Limit::new("organizer", budgets.organizer),
             reads: Limit::new("reads", budgets.reads),
             request_timeout: budgets.request_timeout,
@@ -356,6 +371,7 @@ impl Guard {
             Group::Polls => Some(&self.polls),
             Group::Sockets => Some(&self.sockets),
             Group::Reservations => Some(&self.reservations),
+            Group::Webhooks => Some(&self.webhooks),
             Group::Organizer => Some(&self.organizer),
             Group::Reads => Some(&self.reads),
             Group::Unlimited => None,
@@ -741,6 +757,7 @@ mod tests {
             polls: 1,
             sockets: 1,
             reservations: 1,
+            webhooks: 1,
             admitted_queue: 0,
             join_queue: 0,
             join_patience: timeout,

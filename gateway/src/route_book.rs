@@ -386,7 +386,7 @@ pub fn book() -> Vec<Route> {
             Post,
             "/api/payments/webhook",
             WebhookSignature,
-            Group::Reservations,
+            Group::Webhooks,
             "Payment provider webhook (Stripe-Signature)",
             200,
             webhook::receive,

@@ -9,8 +9,7 @@
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use reqwest::Method;
 use serde_json::json;
@@ -24,37 +23,6 @@ const RESERVATIONS_BUDGET: usize = 4;
 const ADMITTED: u32 = 32;
 const ROUNDS: u32 = 3;
 const FLOODERS: usize = 48;
-
-/// What the flood was answered, by status.
-#[derive(Default)]
-struct Flood {
-    statuses: std::sync::Mutex<std::collections::BTreeMap<u16, u64>>,
-}
-
-async fn flood(app_url: String, event: String, stop: Arc<AtomicBool>, seen: Arc<Flood>) {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let mut turn = 0u32;
-    while !stop.load(Ordering::Relaxed) {
-        turn += 1;
-        let request = match turn % 4 {
-            0 => client.post(format!("{app_url}/api/events/{event}/queue")),
-            1 => client.get(format!("{app_url}/api/events/{event}")),
-            2 => client.get(format!("{app_url}/api/events/{event}/fairness")),
-            // A receipt read: the reservations group, without an admission token.
-            _ => client
-                .get(format!("{app_url}/api/holds/h-{turn}"))
-                .header("floodgate-receipt", format!("rk-{turn}")),
-        };
-        let status = match request.send().await {
-            Ok(response) => Answer::from(response).await.status,
-            Err(_) => 0,
-        };
-        *seen.statuses.lock().unwrap().entry(status).or_default() += 1;
-    }
-}
 
 /// One admitted buyer's visit: hold its seat, then rounds of reading the session and the hold
 /// and extending it, then release (a release ends the session). Returns every answer that was
@@ -120,36 +88,8 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
         buyers.push(queued);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Flood::default());
-    let flooders: Vec<_> = (0..FLOODERS)
-        .map(|_| {
-            tokio::spawn(flood(
-                app.base_url.clone(),
-                event.clone(),
-                stop.clone(),
-                seen.clone(),
-            ))
-        })
-        .collect();
     // The buyers shop only once the crowd is being refused somewhere.
-    let started = tokio::time::Instant::now();
-    while seen
-        .statuses
-        .lock()
-        .unwrap()
-        .get(&503)
-        .copied()
-        .unwrap_or(0)
-        < 20
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{FLOODERS} flooding clients never overflowed the budgets: {:?}",
-            seen.statuses.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (stop, seen, flooders) = support::flood::until_shed(&app.base_url, &event, FLOODERS).await;
 
     let app = Arc::new(app);
     let shoppers: Vec<_> = buyers
@@ -180,7 +120,7 @@ async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
     for flooder in flooders {
         flooder.await.unwrap();
     }
-    let statuses = seen.statuses.lock().unwrap().clone();
+    let statuses = seen.snapshot();
     eprintln!("flood answered: {statuses:?}");
     assert!(
         wrong.is_empty(),

@@ -244,6 +244,7 @@ async fn metrics_cover_a_mini_sale() {
         ("429", "join_limit"),
         ("503", "joins"),
         ("503", "reservations"),
+        ("503", "webhooks"),
         ("503", "timeout"),
         ("503", "database"),
     ] {

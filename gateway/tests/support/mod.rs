@@ -10,6 +10,7 @@
 //! - `contract.rs`: API.md's routes, which the OpenAPI document and the router must cover
 //! - `rows.rs`: what the database holds, for "nothing changed" and stats checks
 //! - `nginx.rs`: the shipped nginx configuration in front of a gateway
+//! - `flood.rs`: an anonymous crowd on cheap routes, counting what it was answered
 //! - `process.rs`: the gateway binary as a child process, for figures that must be its own
 //! - `team.rs`: team keys of each role, and "nothing changed" snapshots of organizer state
 //!
@@ -18,6 +19,7 @@
 
 pub mod buyer;
 pub mod contract;
+pub mod flood;
 pub mod http;
 pub mod nginx;
 pub mod process;
@@ -158,6 +160,11 @@ pub async fn spawn_app_with(
 }
 
 impl TestApp {
+    /// The secret the payment provider signs its webhooks with, for hand-made deliveries.
+    pub fn webhook_secret(&self) -> &str {
+        &self.setup.webhook_secret
+    }
+
     /// Another gateway instance on the same database, queue backend and payment provider.
     pub async fn spawn_peer(&self) -> Gateway {
         let listener = gateway::listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
