@@ -97,11 +97,6 @@ impl Availability {
     pub fn sold_out(&self) -> bool {
         self.available == 0 && self.held_or_paying == 0
     }
-
-    /// Every seat left is held or paying: some may come back, none can be picked now.
-    pub fn all_held(&self) -> bool {
-        self.available == 0 && self.held_or_paying > 0
-    }
 }
 
 #[async_trait]

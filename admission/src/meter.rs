@@ -55,10 +55,6 @@ impl Admission {
         // Judged on every tick from the seats themselves, so the tick after the last seat is
         // sold (or the last hold that could give one back has ended) tells everyone.
         let sold_out = seats.sold_out();
-        // While every seat left is held, a buyer let in would find nothing to pick and leave
-        // empty-handed, a place wasted that a seat coming back could have gone to: offers wait
-        // for a seat to come back (or for the holds to sell it out).
-        let all_held = seats.all_held();
         let pressure = self.inner.pressure.get();
         let rate_per_min = pressure.scale(control.rate_per_min);
         // Maintenance keeps the line and pauses offers; pass-through offers everyone.
@@ -73,7 +69,6 @@ impl Admission {
             hold: control.paused
                 || control.closed
                 || sold_out
-                || (all_held && !pass_through)
                 || maintenance
                 || (rate_per_min == 0 && !pass_through),
             priority_permille: control.priority_permille,
