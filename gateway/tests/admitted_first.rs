@@ -67,12 +67,10 @@ async fn shop(app: &support::Gateway, buyer: &Admitted, seat: String) -> Vec<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admitted_buyers_get_answers_while_a_crowd_is_shed() {
-    let app = spawn_app_with(Backends::Postgres, |config| {
-        config.max_inflight_reservations = RESERVATIONS_BUDGET;
-        config.max_inflight_joins = 4;
-        config.join_queue = 4;
-        config.max_inflight_reads = 4;
-    })
+    let app = spawn_app_with(
+        Backends::Postgres,
+        support::flood::small_budgets(RESERVATIONS_BUDGET),
+    )
     .await;
     let event = app
         .create_event(

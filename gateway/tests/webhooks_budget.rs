@@ -16,12 +16,10 @@ const DELIVERIES: usize = 24;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signed_webhooks_are_taken_while_the_crowd_is_shed() {
-    let app = spawn_app_with(Backends::Postgres, |config| {
-        config.max_inflight_reservations = RESERVATIONS_BUDGET;
-        config.max_inflight_joins = 4;
-        config.join_queue = 4;
-        config.max_inflight_reads = 4;
-    })
+    let app = spawn_app_with(
+        Backends::Postgres,
+        support::flood::small_budgets(RESERVATIONS_BUDGET),
+    )
     .await;
     let event = app.create_event(4, json!({})).await;
     let (stop, seen, flooders) = support::flood::until_shed(&app.base_url, &event, FLOODERS).await;

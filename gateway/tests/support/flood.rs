@@ -97,3 +97,14 @@ pub async fn until_shed(
     }
     (stop, seen, handles)
 }
+
+/// Budgets a few dozen flooding clients overflow: this many reservations permits, and four
+/// each for joins (with a line of four) and reads.
+pub fn small_budgets(reservations: usize) -> impl Fn(&mut gateway::config::Config) + Send + Sync {
+    move |config| {
+        config.max_inflight_reservations = reservations;
+        config.max_inflight_joins = 4;
+        config.join_queue = 4;
+        config.max_inflight_reads = 4;
+    }
+}
