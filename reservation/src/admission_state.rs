@@ -392,7 +392,7 @@ pub struct SeatAvailability {
 }
 
 impl Store {
-    /// One pass over the event's seats (the meter asks every tick).
+    /// One pass over the event's seats and one over its ended holds (the meter asks every tick).
     pub async fn seat_availability(&self, event: &EventId) -> Result<SeatAvailability, Error> {
         Ok(sqlx::query_as::<_, SeatAvailability>(self.sql(
             "select \
@@ -403,11 +403,14 @@ impl Store {
              coalesce(sum(case when state = 'sold' then 1 else 0 end), 0) as sold, \
              count(distinct case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
                  then hold_id end) as live_holds, \
-             (select count(*) from holds h where h.event_id = $1 and h.state = 'confirmed') \
-                 as holds_sold, \
-             (select count(*) from holds h where h.event_id = $1 \
-                 and h.state in ('released', 'expired', 'abandoned')) as holds_returned \
-             from seats where event_id = $1",
+             coalesce(max(ended.sold), 0) as holds_sold, \
+             coalesce(max(ended.returned), 0) as holds_returned \
+             from seats cross join ( \
+                 select coalesce(sum(case when state = 'confirmed' then 1 else 0 end), 0) as sold, \
+                 coalesce(sum(case when state <> 'confirmed' then 1 else 0 end), 0) as returned \
+                 from holds where event_id = $1 \
+                 and state in ('confirmed', 'released', 'expired', 'abandoned')) ended \
+             where event_id = $1",
         ))
         .bind(event.as_str())
         .fetch_one(&self.pool)
