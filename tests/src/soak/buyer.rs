@@ -26,16 +26,16 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
             (outcome, AFTER_ADMISSION.with(Cell::get))
         })
         .await;
-    let (name, chance) = match outcome {
-        Ok((name, chance)) => (name, chance),
-        Err(_) => ("unfinished", None),
+    let (name, chance, place) = match outcome {
+        Ok(journey) => journey,
+        Err(_) => ("unfinished", None, None),
     };
     // Calibration of the chance of a seat: only buyers who stayed for their turn tried to
     // reach one.
     if plan.leave == Leave::Stays
         && let Some(stated) = chance
     {
-        ctx.stats.chance(stated, after.held);
+        ctx.stats.chance(stated, after.held, place);
     }
     ctx.stats.count(&format!("outcome_{name}"));
     // Per gateway: the buyers of a gateway killed mid-run must end like the others.
@@ -59,17 +59,17 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
     Live::add(&ctx.live().done);
 }
 
-/// The outcome, and the first chance of a seat the buyer was shown while waiting (`None` if
-/// it heard none; `Some(None)` if it was shown as unknown).
-type Journey = (&'static str, Option<Option<f64>>);
+/// The outcome, the first chance of a seat the buyer was shown while waiting (`None` if it
+/// heard none; `Some(None)` if it was shown as unknown), and its place in the whole line then.
+type Journey = (&'static str, Option<Option<f64>>, Option<u64>);
 
 async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
     let Some(joined) = join(ctx, plan).await else {
-        return ("join_failed", None);
+        return ("join_failed", None, None);
     };
     if joined.sold_out {
         learned_sold_out(ctx);
-        return ("sold_out_at_join", None);
+        return ("sold_out_at_join", None, None);
     }
     let place = order::place(&joined.token);
     if let Some(place) = &place
@@ -85,9 +85,10 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         token: &joined.token,
         eta: joined.eta,
         chance: joined.chance,
+        chance_place: None,
     };
     let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
-    (outcome, waiter.chance)
+    (outcome, waiter.chance, waiter.chance_place)
 }
 
 async fn wait_and_buy(

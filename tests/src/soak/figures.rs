@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
 use super::fifo::{Inversions, Judged};
-use super::stats::{CHANCE_BUCKETS, MeterSample, Partial};
+use super::stats::{CHANCE_BUCKETS, MeterSample, PLACE_BAND, Partial};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figure {
@@ -44,6 +44,17 @@ pub struct ChanceTenth {
     pub buyers: u64,
     pub reached_seat: u64,
     pub share: f64,
+}
+
+/// One band of places in the whole line, by the first chance stated there: where the seats
+/// ran out against where the model said they would.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlaceChance {
+    /// "5000–5249"
+    pub places: String,
+    pub buyers: u64,
+    pub mean_stated: f64,
+    pub reached_share: f64,
 }
 
 pub struct Inputs<'a> {
@@ -80,6 +91,7 @@ pub struct Storm {
     pub figures: Vec<Figure>,
     pub offers_timeline: Vec<Minute>,
     pub seat_chance_calibration: Vec<ChanceTenth>,
+    pub seat_chance_by_place: Vec<PlaceChance>,
 }
 
 /// Fewer buyers than this in a tenth say nothing about its share.
@@ -333,7 +345,22 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         figures,
         offers_timeline,
         seat_chance_calibration,
+        seat_chance_by_place: by_place(p),
     }
+}
+
+/// The bands where a seat was reached or a chance above nothing was stated.
+fn by_place(p: &Partial) -> Vec<PlaceChance> {
+    p.chance_by_place
+        .iter()
+        .filter(|(_, b)| b.buyers > 0 && (b.reached > 0 || b.stated_sum / b.buyers as f64 >= 0.005))
+        .map(|(band, b)| PlaceChance {
+            places: format!("{}–{}", band * PLACE_BAND, (band + 1) * PLACE_BAND - 1),
+            buyers: b.buyers,
+            mean_stated: b.stated_sum / b.buyers as f64,
+            reached_share: b.reached as f64 / b.buyers as f64,
+        })
+        .collect()
 }
 
 /// Beside the token figure: how long joining every arrival takes at the most the join route

@@ -52,6 +52,9 @@ pub struct Snapshot {
     pub prequeue_served_through: Option<f64>,
     #[serde(default)]
     pub prequeue_left: u64,
+    /// Offers made so far.
+    #[serde(default)]
+    pub served: u64,
     pub outflow_per_min: Option<f64>,
     #[serde(default)]
     pub rate_per_min: u64,

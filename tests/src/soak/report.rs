@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
-use super::figures::{ChanceTenth, Figure, Minute, Storm};
+use super::figures::{ChanceTenth, Figure, Minute, PlaceChance, Storm};
 use super::stats::Partial;
 use super::verdict::Verdict;
 
@@ -49,6 +49,9 @@ pub struct Report {
     /// Per tenth of the first chance of a seat stated, the share of buyers who reached one.
     #[serde(default)]
     pub seat_chance_calibration: Vec<ChanceTenth>,
+    /// The first chance stated and the share reaching a seat, by place in the whole line.
+    #[serde(default)]
+    pub seat_chance_by_place: Vec<PlaceChance>,
     pub verdict: Verdict,
 }
 
@@ -119,6 +122,7 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
         figures: inputs.storm.figures,
         offers_timeline: inputs.storm.offers_timeline,
         seat_chance_calibration: inputs.storm.seat_chance_calibration,
+        seat_chance_by_place: inputs.storm.seat_chance_by_place,
         verdict: inputs.verdict,
     }
 }

@@ -105,6 +105,10 @@ pub struct Partial {
     pub chance_reached: Vec<u64>,
     #[serde(default)]
     pub chance_unknown: u64,
+    /// The same buyers by their place in the whole line when first stated, in bands of
+    /// `PLACE_BAND` places (the page's reading of the snapshot only).
+    #[serde(default)]
+    pub chance_by_place: BTreeMap<u64, PlaceBand>,
     /// Offers seen by buyers, per second of the run.
     #[serde(default)]
     pub offers_by_s: BTreeMap<u64, u64>,
@@ -127,6 +131,17 @@ pub struct MeterSample {
 
 /// Tenths of the stated chance of a seat.
 pub const CHANCE_BUCKETS: usize = 10;
+/// Places per band of `chance_by_place`.
+pub const PLACE_BAND: u64 = 250;
+
+/// Buyers first stated a chance in one band of places: how many, the chances' sum, and how
+/// many held a seat.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PlaceBand {
+    pub buyers: u64,
+    pub stated_sum: f64,
+    pub reached: u64,
+}
 
 pub struct Stats {
     pub live: Live,
@@ -253,13 +268,19 @@ impl Stats {
 
     /// The first chance of a seat a staying buyer was stated (`None`: only ever shown as not
     /// known yet), and whether it went on to hold a seat.
-    pub fn chance(&self, stated: Option<f64>, reached: bool) {
+    pub fn chance(&self, stated: Option<f64>, reached: bool, place: Option<u64>) {
         self.with(|i| {
             let p = &mut i.partial;
             let Some(chance) = stated else {
                 p.chance_unknown += 1;
                 return;
             };
+            if let Some(place) = place {
+                let band = p.chance_by_place.entry(place / PLACE_BAND).or_default();
+                band.buyers += 1;
+                band.stated_sum += chance;
+                band.reached += u64::from(reached);
+            }
             p.chance_given.resize(CHANCE_BUCKETS, 0);
             p.chance_reached.resize(CHANCE_BUCKETS, 0);
             let tenth = chance_bucket(chance);
@@ -353,6 +374,12 @@ impl Partial {
             }
         }
         self.chance_unknown += other.chance_unknown;
+        for (band, theirs) in other.chance_by_place {
+            let mine = self.chance_by_place.entry(band).or_default();
+            mine.buyers += theirs.buyers;
+            mine.stated_sum += theirs.stated_sum;
+            mine.reached += theirs.reached;
+        }
         for (s, n) in other.offers_by_s {
             *self.offers_by_s.entry(s).or_default() += n;
         }

@@ -64,11 +64,14 @@ pub struct Waiter<'a> {
     /// The first chance of a seat stated: `None` before any place was heard, `Some(None)`
     /// while it was shown only as not known yet (or not at all).
     pub chance: Option<Option<f64>>,
+    /// The place in the whole line (offers made before it, plus those ahead) when the first
+    /// chance was stated, where the snapshot tells it.
+    pub chance_place: Option<u64>,
 }
 
 impl Waiter<'_> {
     /// Keeps the first chance stated; "not known yet" counts only until a number is shown.
-    fn heard_chance(&mut self, chance: Option<f64>) {
+    fn heard_chance(&mut self, chance: Option<f64>, place: Option<u64>) {
         if matches!(self.chance, Some(Some(_))) {
             return;
         }
@@ -76,6 +79,7 @@ impl Waiter<'_> {
             self.ctx.stats.count("chance_stated_after_not_known_yet");
         }
         self.chance = Some(chance);
+        self.chance_place = chance.and(place);
     }
 
     pub async fn wait(&mut self) -> Turn {
@@ -161,7 +165,7 @@ impl Waiter<'_> {
             };
             match m.kind {
                 "position" => {
-                    self.heard_chance(m.seat_chance);
+                    self.heard_chance(m.seat_chance, None);
                     if self.eta.is_none() {
                         self.eta = match (m.estimated_wait_range_s, m.estimated_wait_s) {
                             (Some([low, high]), _) => Some(Eta {
@@ -287,8 +291,12 @@ impl Waiter<'_> {
             page::Update::SoldOut => Ok(Turn::SoldOut),
             page::Update::Closed => Ok(Turn::Closed),
             page::Update::PreQueue | page::Update::Paused => Err(next),
-            page::Update::Waiting { range, chance, .. } => {
-                self.heard_chance(chance);
+            page::Update::Waiting {
+                range,
+                chance,
+                position,
+            } => {
+                self.heard_chance(chance, Some(snap.served + position));
                 if self.eta.is_none() {
                     self.eta = range.map(|(low_s, high_s)| Eta {
                         at: Instant::now(),
@@ -330,7 +338,7 @@ impl Waiter<'_> {
             _ => {}
         }
         if a.body.get("position").is_some_and(|p| !p.is_null()) {
-            self.heard_chance(a.body.get("seat_chance").and_then(Value::as_f64));
+            self.heard_chance(a.body.get("seat_chance").and_then(Value::as_f64), None);
         }
         if self.eta.is_none() {
             self.eta = eta_from_status(&a.body);
