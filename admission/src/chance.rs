@@ -10,9 +10,14 @@
 //!   answered so far the last offer-life's claims are in and their lapses are not: the share
 //!   would look higher than it is, most of all while the line moves fast. Only before the
 //!   meter has kept an offer's life of ticks (just after a restart) is it claimed ÷ answered;
-//! - `b` (seats per buyer) = (sold + (1 − ρ)·held) ÷ (finished sessions + sessions holding
-//!   seats), drawn toward the event's per-buyer limit by `PRIOR_WEIGHT` pseudo-buyers; sessions
-//!   still choosing are left out, they have not shown what they take;
+//! - `b` (seats per buyer) lies between two ends, as the seats taken so far (sold + (1 − ρ)·
+//!   held, drawn toward the event's per-buyer limit by `PRIOR_WEIGHT` pseudo-buyers) over
+//!   the sessions finished or holding seats (the high end: sessions still choosing are left
+//!   out) and over every session claimed (the low end: they are counted as taking nothing).
+//!   Sessions that end quickly are mostly sales, and those that run out of time looking for a
+//!   seat end last, so early in a sale the finished ones alone overstate `b`: the model takes
+//!   the middle, and the half-distance between the ends as a uniform uncertainty of `b`
+//!   (variance `h² ÷ 3`). It narrows as the choosing sessions finish;
 //! - `ρ` (return share) = holds that gave their seats back (released, expired, abandoned after
 //!   a failed payment) ÷ holds ended, drawn toward a prior of 5 % by `PRIOR_WEIGHT` pseudo-holds.
 //!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
@@ -28,9 +33,11 @@
 //! ```
 //!
 //! with `σ²` the variance of one offer's seats (`q(1 − q)` for one seat per buyer, else half
-//! the bound `q(L − q)` for seats in `[0, L]`), `var(q̂) = σ² ÷ (offers answered + prior)` the
-//! uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers drifts), and
-//! `base_var` the returns' own spread plus a half seat of rounding. The page computes the same
+//! the bound `q(L − q)` for seats in `[0, L]`), `var(q̂) = σ² ÷ (offers answered + prior) +
+//! c²·h² ÷ 3` the uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers
+//! drifts), and `base_var` the returns' own spread, the choosing sessions' share of `b`'s
+//! uncertainty and a half seat of rounding. One `b` moves both `R` and every offer's take, so
+//! the published `σ²` also carries their cross term `2c·choosing·h² ÷ 3`. The page computes the same
 //! from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26 approximation (error
 //! below 1.5e-7), written the same way in `static/queue-snapshot.js`.
 //!
@@ -108,8 +115,12 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
         .saturating_add(c.live_holds);
     let returns = (c.holds_returned as f64 + PRIOR_WEIGHT * PRIOR_RETURN_SHARE)
         / ((c.holds_sold + c.holds_returned) as f64 + PRIOR_WEIGHT);
-    let taken = c.sold as f64 + (1.0 - returns) * c.held as f64;
-    let per_buyer = (taken + PRIOR_WEIGHT * limit) / (finished as f64 + PRIOR_WEIGHT);
+    let taken = c.sold as f64 + (1.0 - returns) * c.held as f64 + PRIOR_WEIGHT * limit;
+    let choosing = c.active.saturating_sub(c.live_holds) as f64;
+    let high = taken / (finished as f64 + PRIOR_WEIGHT);
+    let low = taken / (finished as f64 + choosing + PRIOR_WEIGHT);
+    let per_buyer = (high + low) / 2.0;
+    let per_buyer_var = ((high - low) / 2.0).powi(2) / 3.0;
     let (answered, claimed) = match c.run_their_course {
         Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
         _ => (c.claimed + c.lapsed, c.claimed),
@@ -123,7 +134,6 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
         q * (limit - q).max(0.0) / 2.0
     }
     .max(0.05 * q);
-    let choosing = c.active.saturating_sub(c.live_holds) as f64;
     let seats_for_queue = c.seats_left as f64 + returns * c.held as f64
         - per_buyer * choosing
         - q * c.open_offers as f64;
@@ -139,12 +149,21 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let model = SeatModel {
         seats_for_queue: round(seats_for_queue, 3),
         per_place: round(q, 5),
-        per_place_var: round(per_place_var, 5),
+        // `b` moves `R` and every offer's take together: the cross term of their variances.
+        per_place_var: round(
+            per_place_var + 2.0 * claim_share * choosing * per_buyer_var,
+            5,
+        ),
         estimate_var: round(
-            per_place_var / (answered as f64 + PRIOR_WEIGHT) + (MODEL_ERROR * q).powi(2),
+            per_place_var / (answered as f64 + PRIOR_WEIGHT)
+                + claim_share.powi(2) * per_buyer_var
+                + (MODEL_ERROR * q).powi(2),
             7,
         ),
-        base_var: round(0.25 + c.held as f64 * returns * (1.0 - returns), 3),
+        base_var: round(
+            0.25 + c.held as f64 * returns * (1.0 - returns) + choosing.powi(2) * per_buyer_var,
+            3,
+        ),
         known,
         sure_places,
     };
@@ -303,6 +322,41 @@ mod tests {
         assert!(m.chance(60) < 0.1, "{}", m.chance(60));
         let c = m.chance(27);
         assert!((0.2..0.8).contains(&c), "{c}");
+    }
+
+    #[test]
+    fn sessions_still_choosing_put_seats_per_buyer_between_two_ends_and_widen_the_chance() {
+        // 2,000 sessions finished with a seat each and 1,000 still choosing, with 2,000 seats
+        // left. Counted as taking nothing they put `b` at 2⁄3, left out at 1: the model takes
+        // the middle and is unsure between the two.
+        let counts = |choosing: u64| SeatCounts {
+            active: choosing,
+            claimed: 2_000 + choosing,
+            ..sale(2_000)
+        };
+        let (none_choosing, settled) = model(&counts(0));
+        let (per_buyer, m) = model(&counts(1_000));
+        assert!((none_choosing - 1.0).abs() < 0.01, "{none_choosing}");
+        assert!((per_buyer - 5.0 / 6.0).abs() < 0.01, "{per_buyer}");
+        assert!(
+            m.estimate_var > 10.0 * settled.estimate_var,
+            "{m:?} {settled:?}"
+        );
+        // The places where the seats run out are further back and the chance falls over more
+        // of them: from 90 % to 10 % over hundreds of places, not a few dozen.
+        let place_at = |m: &SeatModel, chance: f64| (0..20_000).find(|&p| m.chance(p) < chance);
+        let span = |m: &SeatModel| place_at(m, 0.1).zip(place_at(m, 0.9)).map(|(a, b)| a - b);
+        assert!(span(&m) > Some(400), "{:?}", span(&m));
+        assert!(span(&settled) < Some(200), "{:?}", span(&settled));
+        // Once the choosing sessions finish (a seat each), the ends meet again.
+        let finished = SeatCounts {
+            claimed: 3_000,
+            sold: 3_000,
+            ..sale(1_000)
+        };
+        let (per_buyer, after) = model(&finished);
+        assert!((per_buyer - 1.0).abs() < 0.01, "{per_buyer}");
+        assert!(after.estimate_var < 2.0 * settled.estimate_var, "{after:?}");
     }
 
     #[test]
