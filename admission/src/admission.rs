@@ -141,7 +141,8 @@ pub(crate) fn ms(t: OffsetDateTime) -> UnixMs {
     (t.unix_timestamp_nanos() / 1_000_000) as UnixMs
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A poisoned lock still holds the last state written: a panic elsewhere must not stop offers.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

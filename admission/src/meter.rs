@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::admission::{Admission, ms};
+use crate::admission::{Admission, lock, ms};
 use crate::backend::{BackendError, RecoverArgs, TickArgs};
 use crate::chance::{SeatCounts, round};
 use crate::db::{Checkpoint, Control, TickLog};
@@ -23,10 +23,6 @@ use crate::wait::CapModel;
 pub struct TickReport {
     pub offered: Vec<u64>,
     pub snapshot: Snapshot,
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Admission {

@@ -1,6 +1,6 @@
 //! A buyer's turn: where a token stands (status) and turning an offer into a session (claim).
 
-use crate::admission::{Admission, Admitted, ms};
+use crate::admission::{Admission, Admitted, lock, ms};
 use crate::backend::{BackendError, ClaimStart, TicketArgs, TicketState};
 use crate::clock::UnixMs;
 use crate::db::{Control, SessionRecord};
@@ -82,6 +82,7 @@ impl Admission {
                 None => status::build(QueueStatus::OfferLapsed, None, None, None),
             },
             TicketState::Offered { expires_ms } => {
+                lock(&handle.frontier).offered(claims, &control.seed);
                 let left = ((expires_ms - now).max(0) as u64).div_ceil(1000);
                 status::build(QueueStatus::Offered, Some(0), Some(&snap), Some(left))
             }

@@ -333,6 +333,63 @@ async fn flushall_keeps_the_pre_queue_frontier() {
     drop(own);
 }
 
+/// An instance whose own meter has not come back with an offer still learns it from the
+/// buyer's status read: the claim that follows is told from the crowd's (`turn_has_come`),
+/// for pre-queue places by their score, the places not offered still not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_read_teaches_the_instance_its_offer() {
+    let clock = support::clock_for(Kind::Redis);
+    let opens = clock.now_ms() + 5_000;
+    let h = Harness::new(Kind::Redis, "learned", |c| {
+        c.rate_per_min = 600;
+        c.max_active = 1_000;
+        c.offer_s = 60;
+        c.opens_at = support::at(opens);
+    })
+    .await;
+    let other = h.instance().await;
+    // Both instances have ticked before the opening, so both know the queue's epoch.
+    h.tick().await;
+    other.tick(&h.event).await.expect("tick before the opening");
+    let pre = h.join_n(60).await;
+    assert!(pre.iter().all(|j| j.claims.pre_queue));
+    h.advance(Duration::from_secs(6)).await;
+    // Only the first instance's meter runs from here.
+    let mut offered = HashSet::new();
+    for _ in 0..15 {
+        h.advance(TICK).await;
+        offered.extend(h.tick().await.offered);
+    }
+    assert!(
+        (5..60).contains(&offered.len()),
+        "{} offered",
+        offered.len()
+    );
+    let (yes, no): (Vec<_>, Vec<_>) = pre.iter().partition(|j| offered.contains(&j.claims.seq));
+    assert!(
+        pre.iter().all(|j| !other.turn_has_come(&j.claims)),
+        "the other instance's last tick offered nothing"
+    );
+    for j in &yes {
+        assert!(
+            h.adm.turn_has_come(&j.claims),
+            "the meter's own instance knows"
+        );
+        let st = other.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, QueueStatus::Offered, "{st:?}");
+        assert!(other.turn_has_come(&j.claims), "learned from its status");
+    }
+    for j in &no {
+        let st = other.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, QueueStatus::Waiting, "{st:?}");
+        assert!(
+            !other.turn_has_come(&j.claims),
+            "not offered: {:?}",
+            j.claims
+        );
+    }
+}
+
 /// After a wipe, a token coming back late in the reconnect grace keeps offers held 5 s past its
 /// return, so the tail of a slowed crowd is not overtaken; then offers resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
