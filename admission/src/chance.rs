@@ -37,9 +37,9 @@
 //! c²·h² ÷ 3` the uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers
 //! drifts), and `base_var` the returns' own spread, the choosing sessions' share of `b`'s
 //! uncertainty and a half seat of rounding. One `b` moves both `R` and every offer's take, so
-//! the published `σ²` also carries their cross term `2c·choosing·h² ÷ 3`. The page computes the same
-//! from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26 approximation (error
-//! below 1.5e-7), written the same way in `static/queue-snapshot.js`.
+//! the published `σ²` also carries their cross term `2c·choosing·h² ÷ 3`. The page computes
+//! the same from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26
+//! approximation (error below 1.5e-7), written the same way in `static/queue-snapshot.js`.
 //!
 //! Before the sale has shown how buyers behave the model is its priors alone, and every buyer
 //! near the edge shares the same guess: stated as a number it would be wrong for all of them at
