@@ -21,7 +21,7 @@ impl Frontier {
     /// pre-queue place whose score the pre-queue frontier reached. A place of another queue
     /// epoch or of a priority lane is not judged here (`false`): only the backend knows it.
     pub fn reached(&self, claims: &QueueClaims) -> bool {
-        if claims.epoch != self.epoch || claims.seq >= crate::entry::PRIORITY_BASE {
+        if !self.judges(claims) {
             return false;
         }
         if !claims.pre_queue {
@@ -35,6 +35,11 @@ impl Frontier {
         }
     }
 
+    /// The general lane's places of this frontier's epoch: the only ones it speaks for.
+    fn judges(&self, claims: &QueueClaims) -> bool {
+        claims.epoch == self.epoch && claims.seq < crate::entry::PRIORITY_BASE
+    }
+
     /// The backend told a status read that this token's place is offered: that place, and
     /// every place before it in its line (offers follow the line's order), has been offered,
     /// even while this instance's own tick has not come back with it (its meter task waits
@@ -42,7 +47,7 @@ impl Frontier {
     /// moment it heard, is then told from the crowd's. `seed` is the event's pre-queue seed:
     /// an offer means the queue has opened.
     pub fn offered(&mut self, claims: &QueueClaims, seed: &str) {
-        if claims.epoch != self.epoch || claims.seq >= crate::entry::PRIORITY_BASE {
+        if !self.judges(claims) {
             return;
         }
         if !claims.pre_queue {
