@@ -353,13 +353,14 @@ pub fn build(i: &Inputs<'_>) -> Storm {
 fn by_place(p: &Partial) -> Vec<PlaceChance> {
     p.chance_by_place
         .iter()
-        .filter(|(_, b)| b.buyers > 0 && (b.reached > 0 || b.stated_sum / b.buyers as f64 >= 0.005))
+        .filter(|(_, b)| b.buyers > 0)
         .map(|(band, b)| PlaceChance {
             places: format!("{}–{}", band * PLACE_BAND, (band + 1) * PLACE_BAND - 1),
             buyers: b.buyers,
             mean_stated: b.stated_sum / b.buyers as f64,
             reached_share: b.reached as f64 / b.buyers as f64,
         })
+        .filter(|c| c.reached_share > 0.0 || c.mean_stated >= 0.005)
         .collect()
 }
 
@@ -512,6 +513,35 @@ mod tests {
         assert_eq!(tenths.len(), 1);
         assert_eq!(tenths[0].stated, "0.9–1.0");
         assert!((tenths[0].share - 0.8).abs() < 1e-9);
+    }
+
+    #[test]
+    fn places_are_shown_where_a_seat_was_reached_or_a_chance_stated() {
+        let band = |buyers, stated_sum, reached| crate::soak::stats::PlaceBand {
+            buyers,
+            stated_sum,
+            reached,
+        };
+        let p = Partial {
+            chance_by_place: [
+                (20, band(4, 3.0, 4)),
+                (24, band(10, 0.02, 1)),
+                (30, band(50, 0.1, 0)),
+            ]
+            .into(),
+            ..Partial::default()
+        };
+        let shown = by_place(&p);
+        assert_eq!(
+            shown.len(),
+            2,
+            "the band told nothing and reaching nothing is left out"
+        );
+        assert_eq!(shown[0].places, "5000–5249");
+        assert!((shown[0].mean_stated - 0.75).abs() < 1e-9);
+        assert!((shown[0].reached_share - 1.0).abs() < 1e-9);
+        assert_eq!(shown[1].places, "6000–6249");
+        assert!((shown[1].reached_share - 0.1).abs() < 1e-9);
     }
 
     fn sample(at_ms: u64, served: u64, rate_bound: bool) -> MeterSample {

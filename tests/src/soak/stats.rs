@@ -143,6 +143,14 @@ pub struct PlaceBand {
     pub reached: u64,
 }
 
+impl PlaceBand {
+    fn add(&mut self, other: PlaceBand) {
+        self.buyers += other.buyers;
+        self.stated_sum += other.stated_sum;
+        self.reached += other.reached;
+    }
+}
+
 pub struct Stats {
     pub live: Live,
     inner: Mutex<Inner>,
@@ -276,10 +284,14 @@ impl Stats {
                 return;
             };
             if let Some(place) = place {
-                let band = p.chance_by_place.entry(place / PLACE_BAND).or_default();
-                band.buyers += 1;
-                band.stated_sum += chance;
-                band.reached += u64::from(reached);
+                p.chance_by_place
+                    .entry(place / PLACE_BAND)
+                    .or_default()
+                    .add(PlaceBand {
+                        buyers: 1,
+                        stated_sum: chance,
+                        reached: u64::from(reached),
+                    });
             }
             p.chance_given.resize(CHANCE_BUCKETS, 0);
             p.chance_reached.resize(CHANCE_BUCKETS, 0);
@@ -375,10 +387,7 @@ impl Partial {
         }
         self.chance_unknown += other.chance_unknown;
         for (band, theirs) in other.chance_by_place {
-            let mine = self.chance_by_place.entry(band).or_default();
-            mine.buyers += theirs.buyers;
-            mine.stated_sum += theirs.stated_sum;
-            mine.reached += theirs.reached;
+            self.chance_by_place.entry(band).or_default().add(theirs);
         }
         for (s, n) in other.offers_by_s {
             *self.offers_by_s.entry(s).or_default() += n;
