@@ -293,11 +293,7 @@ async fn flushall_keeps_the_pre_queue_frontier() {
     let pre = h.join_n(100).await;
     assert!(pre.iter().all(|j| j.claims.pre_queue));
     h.advance(Duration::from_secs(6)).await;
-    let mut offered_before = Vec::new();
-    for _ in 0..20 {
-        h.advance(TICK).await;
-        offered_before.extend(h.tick().await.offered);
-    }
+    let offered_before = h.run(20, TICK).await;
     assert!(
         (5..100).contains(&offered_before.len()),
         "{} offered",
@@ -355,11 +351,7 @@ async fn a_status_read_teaches_the_instance_its_offer() {
     assert!(pre.iter().all(|j| j.claims.pre_queue));
     h.advance(Duration::from_secs(6)).await;
     // Only the first instance's meter runs from here.
-    let mut offered = HashSet::new();
-    for _ in 0..15 {
-        h.advance(TICK).await;
-        offered.extend(h.tick().await.offered);
-    }
+    let offered: HashSet<u64> = h.run(15, TICK).await.into_iter().collect();
     assert!(
         (5..60).contains(&offered.len()),
         "{} offered",
