@@ -131,7 +131,6 @@ async fn wait_and_buy(
         let actual = eta.at.elapsed().as_secs_f64();
         // Whole seconds are what the buyer is shown: one second either side is the rounding.
         let inside = actual + 1.0 >= eta.low_s as f64 && actual <= eta.high_s as f64 + 1.0;
-        ctx.stats.eta(inside);
         // How wide the range was: high ÷ low in hundredths (a range from 0 counts as ×100).
         let ratio = (eta.high_s * 100).checked_div(eta.low_s).unwrap_or(10_000);
         ctx.stats.record("eta_ratio_pct", ratio);
@@ -141,6 +140,11 @@ async fn wait_and_buy(
         let point = 2.0 / (1.0 / low + 1.0 / high);
         ctx.stats
             .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
+        let shown_ms = ctx
+            .now_ms()
+            .saturating_sub(eta.at.elapsed().as_millis() as u64);
+        ctx.stats
+            .eta(inside, shown_ms, actual / point, ratio as f64 / 100.0);
         // The same range against when the offer was made: the wait without the buyer's own
         // read interval (an offer's time left is counted in whole seconds).
         if let Some(left) = offer_left_s {

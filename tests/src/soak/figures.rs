@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
 use super::fifo::{Inversions, Judged};
-use super::stats::{CHANCE_BUCKETS, MeterSample, PLACE_BAND, Partial};
+use super::stats::{CHANCE_BUCKETS, MeterSample, PLACE_BAND, Partial, SHOWN_BAND_MS};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figure {
@@ -57,6 +57,18 @@ pub struct PlaceChance {
     pub reached_share: f64,
 }
 
+/// Offered buyers' first wait ranges, by when in the run they were shown: which phase of the
+/// storm the range holds in and which it misses.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShownRange {
+    /// "15–30 s" since the run's start.
+    pub shown: String,
+    pub buyers: u64,
+    pub held_share: f64,
+    pub mean_real_over_point: f64,
+    pub mean_high_over_low: f64,
+}
+
 pub struct Inputs<'a> {
     pub partial: &'a Partial,
     pub arrivals: u64,
@@ -92,6 +104,7 @@ pub struct Storm {
     pub offers_timeline: Vec<Minute>,
     pub seat_chance_calibration: Vec<ChanceTenth>,
     pub seat_chance_by_place: Vec<PlaceChance>,
+    pub first_range_by_shown: Vec<ShownRange>,
 }
 
 /// Fewer buyers than this in a tenth say nothing about its share.
@@ -346,7 +359,29 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         offers_timeline,
         seat_chance_calibration,
         seat_chance_by_place: by_place(p),
+        first_range_by_shown: by_shown(p),
     }
+}
+
+fn by_shown(p: &Partial) -> Vec<ShownRange> {
+    p.first_range_by_shown
+        .iter()
+        .filter(|(_, b)| b.buyers > 0)
+        .map(|(band, b)| {
+            let n = b.buyers as f64;
+            ShownRange {
+                shown: format!(
+                    "{}–{} s",
+                    band * SHOWN_BAND_MS / 1000,
+                    (band + 1) * SHOWN_BAND_MS / 1000
+                ),
+                buyers: b.buyers,
+                held_share: b.inside as f64 / n,
+                mean_real_over_point: b.real_over_point_sum / n,
+                mean_high_over_low: b.high_over_low_sum / n,
+            }
+        })
+        .collect()
 }
 
 /// The bands where a seat was reached or a chance above nothing was stated.
@@ -542,6 +577,21 @@ mod tests {
         assert!((shown[0].reached_share - 1.0).abs() < 1e-9);
         assert_eq!(shown[1].places, "6000–6249");
         assert!((shown[1].reached_share - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn first_ranges_are_shown_by_when_the_buyer_saw_them() {
+        let stats = crate::soak::stats::Stats::default();
+        stats.eta(true, 16_000, 1.0, 1.5);
+        stats.eta(false, 29_999, 2.0, 2.5);
+        stats.eta(true, 61_000, 0.5, 1.5);
+        let shown = by_shown(&stats.partial(3));
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!((shown[0].shown.as_str(), shown[0].buyers), ("15–30 s", 2));
+        assert!((shown[0].held_share - 0.5).abs() < 1e-9);
+        assert!((shown[0].mean_real_over_point - 1.5).abs() < 1e-9);
+        assert!((shown[0].mean_high_over_low - 2.0).abs() < 1e-9);
+        assert_eq!(shown[1].shown, "60–75 s");
     }
 
     fn sample(at_ms: u64, served: u64, rate_bound: bool) -> MeterSample {

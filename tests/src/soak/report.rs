@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
-use super::figures::{ChanceTenth, Figure, Minute, PlaceChance, Storm};
+use super::figures::{ChanceTenth, Figure, Minute, PlaceChance, ShownRange, Storm};
 use super::stats::Partial;
 use super::verdict::Verdict;
 
@@ -52,6 +52,9 @@ pub struct Report {
     /// The first chance stated and the share reaching a seat, by place in the whole line.
     #[serde(default)]
     pub seat_chance_by_place: Vec<PlaceChance>,
+    /// Offered buyers' first wait ranges by when they were shown.
+    #[serde(default)]
+    pub first_range_by_shown: Vec<ShownRange>,
     pub verdict: Verdict,
 }
 
@@ -123,6 +126,7 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
         offers_timeline: inputs.storm.offers_timeline,
         seat_chance_calibration: inputs.storm.seat_chance_calibration,
         seat_chance_by_place: inputs.storm.seat_chance_by_place,
+        first_range_by_shown: inputs.storm.first_range_by_shown,
         verdict: inputs.verdict,
     }
 }

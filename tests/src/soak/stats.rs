@@ -109,6 +109,10 @@ pub struct Partial {
     /// `PLACE_BAND` places (the page's reading of the snapshot only).
     #[serde(default)]
     pub chance_by_place: BTreeMap<u64, PlaceBand>,
+    /// Offered buyers' first wait ranges by when they were shown, in bands of
+    /// `SHOWN_BAND_MS` since the run's start.
+    #[serde(default)]
+    pub first_range_by_shown: BTreeMap<u64, RangeBand>,
     /// Offers seen by buyers, per second of the run.
     #[serde(default)]
     pub offers_by_s: BTreeMap<u64, u64>,
@@ -148,6 +152,28 @@ impl PlaceBand {
         self.buyers += other.buyers;
         self.stated_sum += other.stated_sum;
         self.reached += other.reached;
+    }
+}
+
+/// Milliseconds per band of `first_range_by_shown`.
+pub const SHOWN_BAND_MS: u64 = 15_000;
+
+/// Offered buyers first shown a range in one band of the run: how many, how many ranges held
+/// the real wait, and the sums of real wait ÷ the range's point and of high ÷ low.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RangeBand {
+    pub buyers: u64,
+    pub inside: u64,
+    pub real_over_point_sum: f64,
+    pub high_over_low_sum: f64,
+}
+
+impl RangeBand {
+    pub(crate) fn add(&mut self, other: RangeBand) {
+        self.buyers += other.buyers;
+        self.inside += other.inside;
+        self.real_over_point_sum += other.real_over_point_sum;
+        self.high_over_low_sum += other.high_over_low_sum;
     }
 }
 
@@ -232,10 +258,21 @@ impl Stats {
         });
     }
 
-    pub fn eta(&self, inside: bool) {
+    /// An offered buyer's first range, judged: shown `shown_ms` into the run.
+    pub fn eta(&self, inside: bool, shown_ms: u64, real_over_point: f64, high_over_low: f64) {
         self.with(|i| {
             i.partial.eta_given += 1;
             i.partial.eta_inside += u64::from(inside);
+            i.partial
+                .first_range_by_shown
+                .entry(shown_ms / SHOWN_BAND_MS)
+                .or_default()
+                .add(RangeBand {
+                    buyers: 1,
+                    inside: u64::from(inside),
+                    real_over_point_sum: real_over_point,
+                    high_over_low_sum: high_over_low,
+                });
         });
     }
 
@@ -388,6 +425,12 @@ impl Partial {
         self.chance_unknown += other.chance_unknown;
         for (band, theirs) in other.chance_by_place {
             self.chance_by_place.entry(band).or_default().add(theirs);
+        }
+        for (band, theirs) in other.first_range_by_shown {
+            self.first_range_by_shown
+                .entry(band)
+                .or_default()
+                .add(theirs);
         }
         for (s, n) in other.offers_by_s {
             *self.offers_by_s.entry(s).or_default() += n;
