@@ -33,6 +33,11 @@ pub struct Minute {
     #[serde(default)]
     pub offers_made: u64,
     pub rate_bound_s: u64,
+    /// Seconds backpressure held offers (share 0), and slowed them (share below 1).
+    #[serde(default)]
+    pub held_by_backpressure_s: u64,
+    #[serde(default)]
+    pub slowed_by_backpressure_s: u64,
     pub sampled_s: u64,
 }
 
@@ -199,6 +204,18 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             .map(|s| s <= 0.001 && i.fifo.unlogged.unwrap_or(0) == 0),
     ));
 
+    // Offers held back by backpressure after a range was shown make the wait longer than any
+    // forecast of the cap and the rate: counted beside the figure.
+    let held_s = p
+        .meter_samples
+        .iter()
+        .filter(|s| s.backpressure_share <= 0.0)
+        .count();
+    let slowed_s = p
+        .meter_samples
+        .iter()
+        .filter(|s| s.backpressure_share < 1.0)
+        .count();
     let ratio = p.histogram("eta_ratio_pct");
     let median_ratio = ratio.value_at_quantile(0.5) as f64 / 100.0;
     let actual = p.histogram("eta_actual_pct");
@@ -212,7 +229,8 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
                  the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
                  were shown no range (\"not known yet\") before their offer; by when the \
-                 offer was made rather than seen: {:.1} % of {}",
+                 offer was made rather than seen: {:.1} % of {}; backpressure held offers \
+                 {} s and slowed them {} s of the sale",
                 pct(p.eta_inside, p.eta_given),
                 p.eta_given,
                 actual_at(0.1),
@@ -220,7 +238,9 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 actual_at(0.9),
                 p.get("offered_without_range"),
                 pct(p.eta_made_inside, p.eta_made_given),
-                p.eta_made_given
+                p.eta_made_given,
+                held_s,
+                slowed_s,
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
@@ -511,6 +531,8 @@ fn timeline(p: &Partial) -> Vec<Minute> {
             offers: 0,
             offers_made: 0,
             rate_bound_s: 0,
+            held_by_backpressure_s: 0,
+            slowed_by_backpressure_s: 0,
             sampled_s: 0,
         })
     }
@@ -521,6 +543,8 @@ fn timeline(p: &Partial) -> Vec<Minute> {
         let m = at(&mut minutes, sample.at_ms / 60_000);
         m.sampled_s += 1;
         m.rate_bound_s += u64::from(sample.rate_bound);
+        m.held_by_backpressure_s += u64::from(sample.backpressure_share <= 0.0);
+        m.slowed_by_backpressure_s += u64::from(sample.backpressure_share < 1.0);
     }
     // Each span between two reads counts in the minute it starts in.
     for pair in p.meter_samples.windows(2) {
@@ -599,6 +623,7 @@ mod tests {
             at_ms,
             served,
             rate_bound,
+            backpressure_share: if rate_bound { 1.0 } else { 0.0 },
         }
     }
 
@@ -638,6 +663,13 @@ mod tests {
         assert_eq!(minutes.len(), 2);
         assert_eq!(minutes[0].offers_made, 326);
         assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (6, 7));
+        assert_eq!(
+            (
+                minutes[0].held_by_backpressure_s,
+                minutes[0].slowed_by_backpressure_s
+            ),
+            (1, 1)
+        );
         assert_eq!(minutes[1].offers, 7);
     }
 

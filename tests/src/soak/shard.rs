@@ -95,6 +95,7 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
                 at_ms: ctx.now_ms(),
                 served: stats["queue"]["served"].as_u64().unwrap_or(0),
                 rate_bound: rate_bound(&stats, cap),
+                backpressure_share: stats["backpressure"]["share"].as_f64().unwrap_or(1.0),
             });
         }
     }

@@ -131,6 +131,13 @@ pub struct MeterSample {
     /// Nothing but the rate held offers back: buyers waiting, room under the cap, seats left,
     /// no backpressure.
     pub rate_bound: bool,
+    /// Backpressure's share of the rate (1: none; 0: offers held).
+    #[serde(default = "whole_share")]
+    pub backpressure_share: f64,
+}
+
+fn whole_share() -> f64 {
+    1.0
 }
 
 /// Tenths of the stated chance of a seat.
