@@ -230,7 +230,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                  the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
                  were shown no range (\"not known yet\") before their offer; by when the \
                  offer was made rather than seen: {:.1} % of {}; backpressure held offers \
-                 {} s and slowed them {} s of the sale",
+                 in {} and slowed them in {} of the {} seconds the organizer's stats were read",
                 pct(p.eta_inside, p.eta_given),
                 p.eta_given,
                 actual_at(0.1),
@@ -241,6 +241,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 p.eta_made_given,
                 held_s,
                 slowed_s,
+                p.meter_samples.len(),
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
