@@ -70,23 +70,8 @@ export function waitEstimate(snap, position) {
     const held = cap.held_s;
     if (!Array.isArray(held) || !(held[0] > 0) || held[1] > held[0] * 2) return null;
     const size = Math.max(1, Number(cap.size) || 0);
-    const turn = (places, heldS) => places / Math.min(rate, size / heldS);
-    // Buyers the seats do not reach keep their places longer (wait.rs).
-    const unseated = cap.unseated_held_s > 0 ? cap.unseated_held_s : null;
-    const seatedPlaces = typeof cap.seated_places === 'number' ? cap.seated_places : null;
-    if (unseated !== null && seatedPlaces !== null) {
-      const seated = Math.min(Math.max(seatedPlaces - first, 0), beyond);
-      fast = turn(seated, held[0]) + turn(beyond - seated, unseated);
-      slow = turn(seated, held[1]) + turn(beyond - seated, unseated);
-    } else if (unseated !== null) {
-      const slowest = Math.max(held[1], unseated);
-      if (slowest > held[0] * 2) return null;
-      fast = turn(beyond, held[0]);
-      slow = turn(beyond, slowest);
-    } else {
-      fast = turn(beyond, held[0]);
-      slow = turn(beyond, held[1]);
-    }
+    fast = beyond / Math.min(rate, size / held[0]);
+    slow = beyond / Math.min(rate, size / held[1]);
     spread = typeof cap.held_spread === 'number' ? cap.held_spread : 0.1;
   }
   spread = Math.min(0.4, Math.max(0.1, spread));

@@ -106,14 +106,6 @@ pub struct SeatModel {
     pub sure_places: u64,
 }
 
-/// Offers answered (claimed or lapsed), and how many of them were claimed (module docs, `c`).
-pub(crate) fn answered(c: &SeatCounts) -> (u64, u64) {
-    match c.run_their_course {
-        Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
-        _ => (c.claimed + c.lapsed, c.claimed),
-    }
-}
-
 /// Seats per admitted buyer so far, and the model.
 pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let limit = f64::from(c.limit.max(1));
@@ -129,7 +121,10 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let low = taken / (finished as f64 + choosing + PRIOR_WEIGHT);
     let per_buyer = (high + low) / 2.0;
     let per_buyer_var = ((high - low) / 2.0).powi(2) / 3.0;
-    let (answered, claimed) = answered(c);
+    let (answered, claimed) = match c.run_their_course {
+        Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
+        _ => (c.claimed + c.lapsed, c.claimed),
+    };
     let claim_share =
         (claimed as f64 + PRIOR_WEIGHT * PRIOR_CLAIM_SHARE) / (answered as f64 + PRIOR_WEIGHT);
     let q = claim_share * per_buyer;

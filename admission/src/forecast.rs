@@ -95,8 +95,6 @@ mod tests {
             offer_rate_per_min,
             held_s,
             held_spread: held_s.map(|_| 0.05),
-            seated_places: None,
-            unseated_held_s: None,
         }
     }
 

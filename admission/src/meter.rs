@@ -12,7 +12,6 @@ use crate::backend::{BackendError, RecoverArgs, TickArgs};
 use crate::chance::{SeatCounts, round};
 use crate::db::{Checkpoint, Control, TickLog};
 use crate::error::AdmissionError;
-use crate::forecast::places_to_sell_out;
 use crate::frontier::Frontier;
 use crate::modes::Mode;
 use crate::snapshot::{EventState, Snapshot};
@@ -166,7 +165,6 @@ impl Admission {
                     at_ms: out.now,
                     taken,
                     served: out.served,
-                    offers_open: out.open_offers,
                     epoch: &out.epoch,
                 },
                 opened && state != EventState::Closed,
@@ -174,7 +172,7 @@ impl Admission {
             let offer_ms = i64::from(control.offer_s) * 1000;
             (held, turnover.served_by(out.now - offer_ms))
         };
-        let counts = SeatCounts {
+        let (seats_per_buyer, seat_model) = crate::chance::model(&SeatCounts {
             seats_left: seats.available,
             held: seats.held_or_paying,
             sold: seats.sold,
@@ -190,20 +188,7 @@ impl Admission {
             limit: control.max_seats_per_buyer,
             opened_for_ms: u64::try_from(out.now.saturating_sub(ms(control.opens_at))).unwrap_or(0),
             offer_s: control.offer_s,
-        };
-        let (seats_per_buyer, seat_model) = crate::chance::model(&counts);
-        // Where the seats run out in the line, and how long a buyer beyond them keeps the
-        // place: the offer's open time, then the whole session for those who claim it.
-        let seated_places = seat_model
-            .known
-            .then(|| places_to_sell_out(seat_model.seats_for_queue, seat_model.per_place))
-            .flatten();
-        let claim_share = match crate::chance::answered(&counts) {
-            (0, _) => 1.0,
-            (answered, claimed) => claimed as f64 / answered as f64,
-        };
-        let unseated_held_s =
-            held.map(|h| h.offer_open_s + claim_share * f64::from(control.session_s));
+        });
         let mut snapshot = Snapshot {
             event: event.to_owned(),
             version: control.version,
@@ -251,8 +236,6 @@ impl Admission {
                 },
                 held_s: held.map(|h| [round(h.low_s, 1), round(h.high_s, 1)]),
                 held_spread: held.map(|h| round(h.spread, 3)),
-                seated_places,
-                unseated_held_s: unseated_held_s.map(|w| round(w, 1)),
             }),
             public: Default::default(),
         };

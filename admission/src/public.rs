@@ -70,8 +70,8 @@ struct Body<'a> {
     /// The pre-queue draw's seed once opened (`null` before): a pre-queue token's score is
     /// HMAC-SHA256(seed, ticket id), as `…/fairness` proves.
     seed: Option<&'a str>,
-    /// What the wait is computed from: `{size, free, offer_rate_per_min, held_s, held_spread,
-    /// seated_places, unseated_held_s}` (`wait` module docs).
+    /// What the wait is computed from: `{size, free, offer_rate_per_min, held_s, held_spread}`
+    /// (`wait` module docs).
     cap: Option<&'a CapModel>,
 }
 

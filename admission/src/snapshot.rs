@@ -85,15 +85,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Equal but for the tick's time, the outflow estimate and how long places are held:
+    /// Equal but for the tick's time, the outflow estimate and how long a place is held:
     /// nobody's place, the event's state and the counts shown are the same.
     pub fn same_queue(&self, other: &Snapshot) -> bool {
         let cap = match (self.cap, other.cap) {
             (Some(mine), Some(theirs)) => Some(CapModel {
                 held_s: mine.held_s,
                 held_spread: mine.held_spread,
-                seated_places: mine.seated_places,
-                unseated_held_s: mine.unseated_held_s,
                 ..theirs
             }),
             (_, theirs) => theirs,

@@ -158,8 +158,6 @@ mod tests {
                 offer_rate_per_min: per_min,
                 held_s: None,
                 held_spread: None,
-                seated_places: None,
-                unseated_held_s: None,
             }),
             read_within_s: FAR_BACK_READ_S,
             ..Snapshot::default()

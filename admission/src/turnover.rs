@@ -10,8 +10,7 @@
 //! are `W`. While the sale starts, places fill faster than they free: `E ÷ A` is too short
 //! (most places have not run their course) and `E ÷ n` too long (only the quick ones have
 //! freed), so the two bound `W` and meet as the sale settles. The wait forecast (`wait.rs`)
-//! uses both ends, and the mean time an offer stays open, measured the same way over the open
-//! offers alone. The window spans four times `W` (two minutes at least, fifteen at most), so
+//! uses both ends. The window spans four times `W` (two minutes at least, fifteen at most), so
 //! a sale whose buyers keep their places for minutes is judged over many of them.
 
 use std::collections::VecDeque;
@@ -32,9 +31,6 @@ pub(crate) struct Held {
     pub high_s: f64,
     /// `1 ÷ √n`: the relative error of a mean over `n` exits.
     pub spread: f64,
-    /// The mean seconds an offer stays open (until its claim or lapse), the middle of the same
-    /// two Little's-law ends over the open offers alone.
-    pub offer_open_s: f64,
 }
 
 /// Cumulative counts as of one tick.
@@ -43,10 +39,8 @@ struct Sample {
     at_ms: UnixMs,
     taken: u64,
     served: u64,
-    offers_open: u64,
-    /// Place-milliseconds since the measurement began, all places and open offers alone.
+    /// Place-milliseconds since the measurement began.
     exposure: f64,
-    open_exposure: f64,
 }
 
 /// What one tick saw.
@@ -57,8 +51,6 @@ pub(crate) struct Tick<'a> {
     pub taken: u64,
     /// Offers ever made.
     pub served: u64,
-    /// Offers open (made, neither claimed nor lapsed), among the places taken.
-    pub offers_open: u64,
     /// The queue's epoch: a new one (the queue state was lost and rebuilt) drops its open
     /// offers without freeing their buyers' places, so the measurement starts again.
     pub epoch: &'a str,
@@ -78,7 +70,6 @@ impl Turnover {
             at_ms,
             taken,
             served,
-            offers_open,
             epoch,
         } = tick;
         if !measuring {
@@ -89,27 +80,21 @@ impl Turnover {
             self.samples.clear();
             epoch.clone_into(&mut self.epoch);
         }
-        let (exposure, open_exposure) = match self.samples.back() {
+        let exposure = match self.samples.back() {
             // A clock step back or a counter that went back starts again.
             Some(last) if last.served <= served && last.at_ms <= at_ms => {
-                let ms = (at_ms - last.at_ms) as f64;
-                (
-                    last.exposure + last.taken as f64 * ms,
-                    last.open_exposure + last.offers_open as f64 * ms,
-                )
+                last.exposure + last.taken as f64 * (at_ms - last.at_ms) as f64
             }
             _ => {
                 self.samples.clear();
-                (0.0, 0.0)
+                0.0
             }
         };
         let next = Sample {
             at_ms,
             taken,
             served,
-            offers_open,
             exposure,
-            open_exposure,
         };
         self.samples.push_back(next);
         while self
@@ -156,24 +141,10 @@ impl Turnover {
         } else {
             exposure_s / entered as f64
         };
-        // Offers leave their state by a claim or a lapse: the same two ends, over offers alone.
-        let open_s = (last.open_exposure - first.open_exposure) / 1000.0;
-        let answered =
-            i128::from(entered) - (i128::from(last.offers_open) - i128::from(first.offers_open));
-        let open_by_entries = if entered == 0 {
-            0.0
-        } else {
-            open_s / entered as f64
-        };
-        let open_by_exits = match u64::try_from(answered) {
-            Ok(n) if n > 0 => open_s / n as f64,
-            _ => open_by_entries,
-        };
         Some(Held {
             low_s: by_exits.min(by_entries),
             high_s: by_exits.max(by_entries),
             spread: 1.0 / (freed as f64).sqrt(),
-            offer_open_s: (open_by_entries + open_by_exits) / 2.0,
         })
     }
 }
@@ -187,7 +158,6 @@ mod tests {
             at_ms,
             taken,
             served,
-            offers_open: 0,
             epoch: "e1",
         }
     }
@@ -237,35 +207,6 @@ mod tests {
         assert!((last.low_s - 30.0).abs() < 1.0, "{last:?}");
         assert!((last.high_s - 30.0).abs() < 1.0, "{last:?}");
         assert!(last.spread < 0.1, "{last:?}");
-    }
-
-    #[test]
-    fn the_time_an_offer_stays_open_is_measured_beside_the_place() {
-        // Every place: an offer open 4 s, then a session of 16 s. The cap refills each tick.
-        let mut t = Turnover::default();
-        let mut started: VecDeque<i64> = VecDeque::new();
-        let mut served = 0;
-        let mut last = None;
-        for at in (0..=300_000).step_by(100) {
-            while started.front().is_some_and(|s| at - s >= 20_000) {
-                started.pop_front();
-            }
-            while started.len() < 200 {
-                started.push_back(at);
-                served += 1;
-            }
-            let open = started.iter().filter(|s| at - **s < 4_000).count() as u64;
-            last = t.record(
-                Tick {
-                    offers_open: open,
-                    ..tick(at, started.len() as u64, served)
-                },
-                true,
-            );
-        }
-        let held = last.expect("measured");
-        assert!((held.high_s - 20.0).abs() < 0.5, "{held:?}");
-        assert!((held.offer_open_s - 4.0).abs() < 0.2, "{held:?}");
     }
 
     #[test]

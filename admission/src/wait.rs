@@ -3,19 +3,11 @@
 //! A buyer with `p` ahead is offered after `p + 1` offers. The first of them go out at the
 //! rate the meter offers at while the cap has free places; the rest only as places free, at
 //! most `max_active ÷ W` a second with `W` the mean time a place is held (`turnover.rs`), and
-//! never faster than the rate. `W` is known as a range (its two Little's-law ends), measured on
-//! the buyers let in so far. Buyers the seats will not reach keep their places longer: the
-//! offer stays open as long as offers do, and a buyer who claims it keeps the place for the
-//! whole session, waiting for held seats to come back. So the places ahead the chance of a seat
-//! says the seats reach (`seated_places`, where the chance falls to one half) turn over at the
-//! measured `W`, and those beyond at `unseated_held_s`: the mean time an offer stays open plus
-//! the claimed share of the session's length. As the seats run short the line slows, and the
-//! wait says so from the start rather than learning it minutes late. The wait's range takes its
-//! fast end from the short `W` and its slow end from the long one, then widens both by two
-//! relative errors of the count behind `W` (at least 0.1, at most 0.4), so it is never a bare
-//! point. While no place has freed often enough to say how long one is held, or while it is not
-//! known how many ahead the seats reach and that would more than double the time, a place beyond
-//! the free ones has no estimate: the page says the wait is still being measured.
+//! never faster than the rate. `W` is known as a range (its two Little's-law ends); the wait's
+//! range takes the fast end from the short `W` and the slow end from the long one, then widens
+//! both by two relative errors of the count behind `W` (at least 0.1, at most 0.4), so it is
+//! never a bare point. While no place has freed often enough to say how long one is held, a
+//! place beyond the free ones has no estimate: the page says the wait is still being measured.
 //! `static/queue-snapshot.js` `waitEstimate` computes the same from the published model.
 
 use serde::{Deserialize, Serialize};
@@ -40,13 +32,6 @@ pub struct CapModel {
     pub held_s: Option<[f64; 2]>,
     /// The relative error of `held_s` (one over the root of the places freed behind it).
     pub held_spread: Option<f64>,
-    /// Places behind the served frontier the seats are expected to reach (the chance of a seat
-    /// is one half at the next); `None` until the chance is known.
-    #[serde(default)]
-    pub seated_places: Option<u64>,
-    /// The mean seconds a place is held by a buyer the seats do not reach; `None` with `held_s`.
-    #[serde(default)]
-    pub unseated_held_s: Option<f64>,
 }
 
 /// The wait for `position` buyers ahead: (point, low, high) seconds; `None` while offers are
@@ -66,27 +51,11 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
             return None;
         }
         let size = f64::from(cap.size.max(1));
-        let turn = |places: f64, held: f64| places / rate.min(size / held);
-        let (fast, slow) = match (cap.seated_places, cap.unseated_held_s.filter(|w| *w > 0.0)) {
-            (Some(seated), Some(unseated)) => {
-                let seated = (seated as f64 - first).clamp(0.0, beyond);
-                let rest = beyond - seated;
-                (
-                    turn(seated, short) + turn(rest, unseated),
-                    turn(seated, long) + turn(rest, unseated),
-                )
-            }
-            // Any place ahead may be one the seats do not reach.
-            (None, Some(unseated)) => {
-                let slowest = long.max(unseated);
-                if slowest > short * MAX_HELD_RATIO {
-                    return None;
-                }
-                (turn(beyond, short), turn(beyond, slowest))
-            }
-            (_, None) => (turn(beyond, short), turn(beyond, long)),
-        };
-        (fast, slow, cap.held_spread.unwrap_or(RATE_SPREAD))
+        (
+            beyond / rate.min(size / short),
+            beyond / rate.min(size / long),
+            cap.held_spread.unwrap_or(RATE_SPREAD),
+        )
     } else {
         (0.0, 0.0, RATE_SPREAD)
     };
@@ -108,8 +77,6 @@ mod tests {
             offer_rate_per_min: 2_700,
             held_s,
             held_spread: held_s.map(|_| spread),
-            seated_places: None,
-            unseated_held_s: None,
         }
     }
 
@@ -154,67 +121,6 @@ mod tests {
         assert_eq!(wait_estimate(999, &cap(0, None, 0.1)), None);
         // ... but a place among the free ones still has one.
         assert!(wait_estimate(10, &cap(50, None, 0.1)).is_some());
-    }
-
-    #[test]
-    fn places_the_seats_do_not_reach_are_held_for_the_session() {
-        // 450 places, held 20 s by buyers who find seats; those who do not keep theirs 45 s.
-        // 1,000 ahead, none free, the seats reach 600 of them: 600 places at 22.5 a second,
-        // then 400 at 10 a second.
-        let c = CapModel {
-            seated_places: Some(600),
-            unseated_held_s: Some(45.0),
-            ..cap(0, Some([20.0, 20.0]), 0.05)
-        };
-        let (point, low, high) = wait_estimate(999, &c).expect("known");
-        let expected = 600.0 / 22.5 + 400.0 / 10.0;
-        assert!(
-            (point as f64 - expected).abs() <= 1.0,
-            "{point} vs {expected}"
-        );
-        assert!(
-            low as f64 <= expected && high as f64 >= expected,
-            "{low}–{high}"
-        );
-        // The page computes the same (`tests/pages/queue_snapshot.test.js`).
-        assert_eq!((point, low, high), (67, 55, 84));
-        // Within the seats' reach the measured turnover alone decides.
-        let near = wait_estimate(299, &c).expect("known");
-        assert_eq!(
-            near,
-            wait_estimate(299, &cap(0, Some([20.0, 20.0]), 0.05)).expect("known")
-        );
-        // The free places come first: with 100 free the seats reach 500 places beyond them.
-        let some_free = CapModel { free: 100, ..c };
-        let (point, _, _) = wait_estimate(999, &some_free).expect("known");
-        let expected = 100.0 / 45.0 + 500.0 / 22.5 + 400.0 / 10.0;
-        assert!(
-            (point as f64 - expected).abs() <= 1.0,
-            "{point} vs {expected}"
-        );
-        // Not known how many the seats reach: the slow end is the longer time, unless that is
-        // more than twice the short one.
-        let unknown = CapModel {
-            seated_places: None,
-            unseated_held_s: Some(30.0),
-            ..c
-        };
-        let (point, low, high) = wait_estimate(999, &unknown).expect("within a factor two");
-        assert!(
-            low as f64 <= 1000.0 / 22.5 && high as f64 >= 1000.0 / 15.0,
-            "{low}–{high}"
-        );
-        assert_eq!((point, low, high), (56, 37, 84));
-        assert_eq!(
-            wait_estimate(
-                999,
-                &CapModel {
-                    seated_places: None,
-                    ..c
-                }
-            ),
-            None
-        );
     }
 
     #[test]

@@ -100,16 +100,3 @@ test('before the opening, the page reads again a second past it', async () => {
   assert.equal(nextReadS(pre, undefined, null, opens + 500), 1, 'opened by the clock, not yet in the snapshot');
   assert.equal(nextReadS(pre, undefined, null, Number.NaN), 10, 'no Date header: the usual interval');
 });
-
-test('places the seats do not reach turn over at the session\'s length, as wait.rs says', async () => {
-  // The case of wait.rs's own test: 450 places held 20 s by buyers who find seats, 45 s by
-  // those who do not; the seats reach 600 of the 1,000 ahead.
-  const { waitEstimate } = await import('../../static/queue-snapshot.js');
-  const cap = { size: 450, free: 0, offer_rate_per_min: 2700, held_s: [20, 20], held_spread: 0.05, seated_places: 600, unseated_held_s: 45 };
-  const snap = { state: 'open', cap };
-  assert.deepEqual(waitEstimate(snap, 999), [67, 55, 84]);
-  assert.deepEqual(waitEstimate({ state: 'open', cap: { ...cap, seated_places: null, unseated_held_s: 30 } }, 999), [56, 37, 84]);
-  assert.equal(waitEstimate({ state: 'open', cap: { ...cap, seated_places: null } }, 999), null, 'the slow end more than twice the fast');
-  assert.deepEqual(waitEstimate({ state: 'open', cap: { ...cap, seated_places: undefined, unseated_held_s: undefined } }, 999),
-    waitEstimate({ state: 'open', cap: { size: 450, free: 0, offer_rate_per_min: 2700, held_s: [20, 20], held_spread: 0.05 } }, 999));
-});
