@@ -204,18 +204,16 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             .map(|s| s <= 0.001 && i.fifo.unlogged.unwrap_or(0) == 0),
     ));
 
-    // Offers held back by backpressure after a range was shown make the wait longer than any
-    // forecast of the cap and the rate: counted beside the figure.
-    let held_s = p
-        .meter_samples
-        .iter()
-        .filter(|s| s.backpressure_share <= 0.0)
-        .count();
-    let slowed_s = p
-        .meter_samples
-        .iter()
-        .filter(|s| s.backpressure_share < 1.0)
-        .count();
+    // Offers held back by backpressure make the wait longer than any forecast of the cap and
+    // the rate: the timeline's counts go beside the figure.
+    let offers_timeline = timeline(p);
+    let [held_s, slowed_s, read_s] = offers_timeline.iter().fold([0; 3], |[h, s, r], m| {
+        [
+            h + m.held_by_backpressure_s,
+            s + m.slowed_by_backpressure_s,
+            r + m.sampled_s,
+        ]
+    });
     let ratio = p.histogram("eta_ratio_pct");
     let median_ratio = ratio.value_at_quantile(0.5) as f64 / 100.0;
     let actual = p.histogram("eta_actual_pct");
@@ -241,7 +239,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 p.eta_made_given,
                 held_s,
                 slowed_s,
-                p.meter_samples.len(),
+                read_s,
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
@@ -311,7 +309,6 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         Some(met_503 == 0 && claims_503 == 0),
     ));
 
-    let offers_timeline = timeline(p);
     let kept = rate_kept(&p.meter_samples, &p.offers_by_s);
     let per_min = kept.per_min();
     figures.push(figure(

@@ -176,7 +176,7 @@ pub struct RangeBand {
 }
 
 impl RangeBand {
-    pub(crate) fn add(&mut self, other: RangeBand) {
+    fn add(&mut self, other: RangeBand) {
         self.buyers += other.buyers;
         self.inside += other.inside;
         self.real_over_point_sum += other.real_over_point_sum;
