@@ -79,8 +79,8 @@ pub struct TickLog<'a> {
     pub joins_total: Option<u64>,
 }
 
-/// Seat counts that decide "sold out" (nothing available and nothing held or paying) and feed
-/// the chance of a seat.
+/// Seat counts that decide "sold out" (seats were put on sale, and none is available, held or
+/// paying) and feed the chance of a seat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Availability {
     pub available: u64,
@@ -94,8 +94,14 @@ pub struct Availability {
 }
 
 impl Availability {
+    /// An event whose seats are not added yet is not sold out: the line forms and waits.
     pub fn sold_out(&self) -> bool {
-        self.available == 0 && self.held_or_paying == 0
+        self.sold > 0 && self.available == 0 && self.held_or_paying == 0
+    }
+
+    /// No seat exists yet (created, seats still to come): nothing can be offered.
+    pub fn unstocked(&self) -> bool {
+        self.available == 0 && self.held_or_paying == 0 && self.sold == 0
     }
 }
 

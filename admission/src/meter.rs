@@ -65,6 +65,7 @@ impl Admission {
             hold: control.paused
                 || control.closed
                 || sold_out
+                || seats.unstocked()
                 || maintenance
                 || (rate_per_min == 0 && !pass_through),
             priority_permille: control.priority_permille,

@@ -535,7 +535,13 @@ async fn sold_out(kind: Kind) {
     let h = Harness::new(kind, "soldout", |c| c.max_active = 10_000).await;
     let joined = h.join_n(50).await;
     h.run(10, TICK).await;
-    h.db.set_availability(&h.event, Availability::default());
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            sold: 40,
+            ..Availability::default()
+        },
+    );
     assert!(h.run(20, TICK).await.is_empty(), "no offers when sold out");
     assert_eq!(h.tick().await.snapshot.state, EventState::SoldOut);
     let last = joined.last().expect("joined");
@@ -552,6 +558,7 @@ async fn sold_out(kind: Kind) {
         &h.event,
         Availability {
             held_or_paying: 3,
+            sold: 37,
             ..Availability::default()
         },
     );
@@ -569,6 +576,35 @@ async fn sold_out(kind: Kind) {
     );
 }
 every_backend!(sold_out);
+
+/// An event whose seats are not added yet: the line forms (joins are taken, nobody is told
+/// "sold out") and waits; offers start once there are seats.
+async fn no_seats_yet(kind: Kind) {
+    let h = Harness::new(kind, "noseats", |c| c.max_active = 10_000).await;
+    h.db.set_availability(&h.event, Availability::default());
+    let joined = h.join_n(5).await;
+    assert!(h.run(20, TICK).await.is_empty(), "nothing to offer yet");
+    assert_eq!(h.tick().await.snapshot.state, EventState::Open);
+    let late = h.join().await;
+    assert_eq!(
+        h.adm.status(&late.claims).await.expect("status").status,
+        QueueStatus::Waiting
+    );
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 4,
+            ..Availability::default()
+        },
+    );
+    let offered = h.run(20, TICK).await;
+    assert_eq!(
+        offered.len(),
+        joined.len() + 1,
+        "everyone waiting is offered"
+    );
+}
+every_backend!(no_seats_yet);
 
 /// Close: no new joins or offers; status says closed.
 async fn closed(kind: Kind) {
@@ -771,7 +807,13 @@ async fn sold_out_next_tick(kind: Kind) {
     let h = Harness::new(kind, "soldoutnow", |c| c.max_active = 10_000).await;
     let joined = h.join_n(30).await;
     h.run(5, TICK).await;
-    h.db.set_availability(&h.event, Availability::default());
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            sold: 5,
+            ..Availability::default()
+        },
+    );
     let r = h.tick().await;
     assert_eq!(r.snapshot.state, EventState::SoldOut, "the very next tick");
     let public = h.adm.public_snapshot(&h.event).await.expect("public");

@@ -251,6 +251,48 @@ async fn a_pause_keeps_the_line_and_an_offer_made_before_it() {
     app.claim(&first).await;
 }
 
+/// Between creating an event and adding its seats the line already forms: nobody is told
+/// "sold out", and offers start once the seats are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_without_seats_yet_keeps_a_line() {
+    let app = spawn_app(Backends::Embedded).await;
+    let event = format!("ev-{}", uuid::Uuid::now_v7().simple());
+    let body = json!({"event": event, "name": "Seats still to come",
+        "admission": {"rate_per_min": 600, "max_active": 10}});
+    app.send(app.admin(Method::POST, "/api/admin/events").json(&body))
+        .await
+        .expect(201);
+    // The meter has judged the seatless event at least once.
+    app.snapshot_until(&event, |s| {
+        s["epoch"].as_str().is_some_and(|e| !e.is_empty())
+    })
+    .await;
+    let early = app.join_queue_raw(&event).await.expect(201);
+    assert_eq!(early.body["status"], "waiting", "{early:?}");
+    let queued = support::buyer::Queued {
+        event: event.clone(),
+        queue_token: early.str("queue_token"),
+        ticket_id: early.str("ticket_id"),
+        position: early.body["position"].as_u64(),
+    };
+    let snap = app.snapshot_until(&event, |_| true).await;
+    assert_eq!(snap["state"], "open", "{snap}");
+    assert_eq!(
+        app.queue_status(&queued).await.expect(200).body["status"],
+        "waiting"
+    );
+
+    let seats =
+        json!({ "generate": { "section": "A", "rows": 1, "per_row": 2, "price_cents": 2500 } });
+    app.send(
+        app.admin(Method::POST, &format!("/api/admin/events/{event}/seats"))
+            .json(&seats),
+    )
+    .await
+    .expect(200);
+    app.poll_until(&queued, "offered").await;
+}
+
 /// A waiting socket hears its place with a wait range and a chance, and sold out at the
 /// tick after the last seat is sold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
