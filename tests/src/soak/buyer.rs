@@ -35,7 +35,7 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
     if plan.leave == Leave::Stays
         && let Some(stated) = chance
     {
-        ctx.stats.chance(stated, after.held, place);
+        ctx.stats.chance(stated, after.admitted, after.held, place);
     }
     ctx.stats.count(&format!("outcome_{name}"));
     // Per gateway: the buyers of a gateway killed mid-run must end like the others.

@@ -49,6 +49,9 @@ pub struct ChanceTenth {
     pub buyers: u64,
     pub reached_seat: u64,
     pub share: f64,
+    /// Of the buyers, those who claimed their offer (older reports: not counted).
+    #[serde(default)]
+    pub claimed: u64,
 }
 
 /// One band of places in the whole line, by the first chance stated there: where the seats
@@ -260,6 +263,13 @@ pub fn build(i: &Inputs<'_>) -> Storm {
         .map(|t| (t.share - midpoint(&t.stated)).abs() * 100.0)
         .fold(0.0_f64, f64::max);
     let shown: u64 = seat_chance_calibration.iter().map(|t| t.buyers).sum();
+    // Buyers told they are likely to reach a seat who never claimed their offer could not
+    // reach one: said beside the figure, so a starved load generator is told from a wrong forecast.
+    let likely = seat_chance_calibration
+        .iter()
+        .filter(|t| midpoint(&t.stated) > 0.5);
+    let (likely_buyers, likely_claimed) =
+        likely.fold((0, 0), |(b, c), t| (b + t.buyers, c + t.claimed));
     figures.push(figure(
         "chance of a seat: share reaching a seat per tenth of stated chance",
         if shown == 0 {
@@ -271,7 +281,8 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             format!(
                 "{shown} buyers stated a chance ({} only ever shown \"not known yet\"); {} \
                  tenths with ≥ {MIN_CHANCE_SAMPLES} \
-                 buyers, furthest {worst:.1} points from its tenth",
+                 buyers, furthest {worst:.1} points from its tenth; {likely_claimed} of the \
+                 {likely_buyers} stated 0.5 or more claimed their offer",
                 p.chance_unknown,
                 judged.len()
             )
@@ -461,6 +472,7 @@ fn calibration(p: &Partial) -> Vec<ChanceTenth> {
         .filter_map(|tenth| {
             let buyers = p.chance_given.get(tenth).copied().unwrap_or(0);
             let reached = p.chance_reached.get(tenth).copied().unwrap_or(0);
+            let claimed = p.chance_claimed.get(tenth).copied().unwrap_or(0);
             (buyers > 0).then(|| ChanceTenth {
                 stated: format!(
                     "{:.1}–{:.1}",
@@ -470,6 +482,7 @@ fn calibration(p: &Partial) -> Vec<ChanceTenth> {
                 buyers,
                 reached_seat: reached,
                 share: reached as f64 / buyers as f64,
+                claimed,
             })
         })
         .collect()
@@ -562,14 +575,17 @@ mod tests {
         let mut p = Partial {
             chance_given: vec![0; CHANCE_BUCKETS],
             chance_reached: vec![0; CHANCE_BUCKETS],
+            chance_claimed: vec![0; CHANCE_BUCKETS],
             ..Partial::default()
         };
         p.chance_given[9] = 100;
         p.chance_reached[9] = 80;
+        p.chance_claimed[9] = 85;
         let tenths = calibration(&p);
         assert_eq!(tenths.len(), 1);
         assert_eq!(tenths[0].stated, "0.9–1.0");
         assert!((tenths[0].share - 0.8).abs() < 1e-9);
+        assert_eq!(tenths[0].claimed, 85);
     }
 
     #[test]

@@ -207,11 +207,12 @@ impl Report {
         for t in &self.seat_chance_calibration {
             let _ = writeln!(
                 s,
-                "  chance {}: {} of {} buyers reached a seat ({:.0} %)",
+                "  chance {}: {} of {} buyers reached a seat ({:.0} %), {} claimed their offer",
                 t.stated,
                 t.reached_seat,
                 t.buyers,
-                t.share * 100.0
+                t.share * 100.0,
+                t.claimed
             );
         }
         let _ = writeln!(s, "\noutcomes:");

@@ -103,6 +103,10 @@ pub struct Partial {
     pub chance_given: Vec<u64>,
     #[serde(default)]
     pub chance_reached: Vec<u64>,
+    /// Of the same buyers, those who claimed their offer: a buyer who never read or took it
+    /// could not reach a seat however many were left.
+    #[serde(default)]
+    pub chance_claimed: Vec<u64>,
     #[serde(default)]
     pub chance_unknown: u64,
     /// The same buyers by their place in the whole line when first stated, in bands of
@@ -319,8 +323,8 @@ impl Stats {
     }
 
     /// The first chance of a seat a staying buyer was stated (`None`: only ever shown as not
-    /// known yet), and whether it went on to hold a seat.
-    pub fn chance(&self, stated: Option<f64>, reached: bool, place: Option<u64>) {
+    /// known yet), whether it claimed its offer and whether it went on to hold a seat.
+    pub fn chance(&self, stated: Option<f64>, claimed: bool, reached: bool, place: Option<u64>) {
         self.with(|i| {
             let p = &mut i.partial;
             let Some(chance) = stated else {
@@ -339,9 +343,11 @@ impl Stats {
             }
             p.chance_given.resize(CHANCE_BUCKETS, 0);
             p.chance_reached.resize(CHANCE_BUCKETS, 0);
+            p.chance_claimed.resize(CHANCE_BUCKETS, 0);
             let tenth = chance_bucket(chance);
             p.chance_given[tenth] += 1;
             p.chance_reached[tenth] += u64::from(reached);
+            p.chance_claimed[tenth] += u64::from(claimed);
         });
     }
 
@@ -423,6 +429,7 @@ impl Partial {
         for (mine, theirs) in [
             (&mut self.chance_given, other.chance_given),
             (&mut self.chance_reached, other.chance_reached),
+            (&mut self.chance_claimed, other.chance_claimed),
         ] {
             mine.resize(CHANCE_BUCKETS, 0);
             for (m, t) in mine.iter_mut().zip(theirs) {
