@@ -94,14 +94,15 @@ pub struct Availability {
 }
 
 impl Availability {
-    /// An event whose seats are not added yet is not sold out: the line forms and waits.
-    pub fn sold_out(&self) -> bool {
-        self.sold > 0 && self.available == 0 && self.held_or_paying == 0
+    /// No seat is available or may come back: nothing to offer, whether every seat is sold or
+    /// none is added yet.
+    pub fn none_to_offer(&self) -> bool {
+        self.available == 0 && self.held_or_paying == 0
     }
 
-    /// No seat exists yet (created, seats still to come): nothing can be offered.
-    pub fn unstocked(&self) -> bool {
-        self.available == 0 && self.held_or_paying == 0 && self.sold == 0
+    /// An event whose seats are not added yet is not sold out: the line forms and waits.
+    pub fn sold_out(&self) -> bool {
+        self.sold > 0 && self.none_to_offer()
     }
 }
 

@@ -64,8 +64,7 @@ impl Admission {
             offer_ms: i64::from(control.offer_s) * 1000,
             hold: control.paused
                 || control.closed
-                || sold_out
-                || seats.unstocked()
+                || seats.none_to_offer()
                 || maintenance
                 || (rate_per_min == 0 && !pass_through),
             priority_permille: control.priority_permille,
