@@ -269,27 +269,15 @@ async fn an_event_without_seats_yet_keeps_a_line() {
     .await;
     let early = app.join_queue_raw(&event).await.expect(201);
     assert_eq!(early.body["status"], "waiting", "{early:?}");
-    let queued = support::buyer::Queued {
-        event: event.clone(),
-        queue_token: early.str("queue_token"),
-        ticket_id: early.str("ticket_id"),
-        position: early.body["position"].as_u64(),
-    };
-    let snap = app.snapshot_until(&event, |_| true).await;
+    let queued = support::buyer::Queued::joined(&event, &early);
+    let snap = snapshot(&app, &event, None).await.answer.body;
     assert_eq!(snap["state"], "open", "{snap}");
     assert_eq!(
         app.queue_status(&queued).await.expect(200).body["status"],
         "waiting"
     );
 
-    let seats =
-        json!({ "generate": { "section": "A", "rows": 1, "per_row": 2, "price_cents": 2500 } });
-    app.send(
-        app.admin(Method::POST, &format!("/api/admin/events/{event}/seats"))
-            .json(&seats),
-    )
-    .await
-    .expect(200);
+    app.add_seats(&event, 2).await;
     app.poll_until(&queued, "offered").await;
 }
 

@@ -16,6 +16,18 @@ pub struct Queued {
     pub position: Option<u64>,
 }
 
+impl Queued {
+    /// The buyer a 201 join answer put in line.
+    pub fn joined(event: &str, answer: &Answer) -> Queued {
+        Queued {
+            event: event.to_owned(),
+            queue_token: answer.str("queue_token"),
+            ticket_id: answer.str("ticket_id"),
+            position: answer.body["position"].as_u64(),
+        }
+    }
+}
+
 /// A claimed offer: the admission session.
 #[derive(Debug, Clone)]
 pub struct Admitted {
@@ -68,6 +80,12 @@ impl Gateway {
         self.send(self.admin(Method::POST, "/api/admin/events").json(&body))
             .await
             .expect(201);
+        self.add_seats(&event, seats).await;
+        event
+    }
+
+    /// Adds a row of `seats` in section A (seats 1…n) with the organizer key.
+    pub async fn add_seats(&self, event: &str, seats: u32) {
         let seats = json!({ "generate": { "section": "A", "rows": 1, "per_row": seats, "price_cents": 2500 } });
         self.send(
             self.admin(Method::POST, &format!("/api/admin/events/{event}/seats"))
@@ -75,7 +93,6 @@ impl Gateway {
         )
         .await
         .expect(200);
-        event
     }
 
     /// `PATCH …/admission` with the organizer key.
@@ -96,13 +113,7 @@ impl Gateway {
     }
 
     pub async fn join_queue(&self, event: &str) -> Queued {
-        let answer = self.join_queue_raw(event).await.expect(201);
-        Queued {
-            event: event.to_owned(),
-            queue_token: answer.str("queue_token"),
-            ticket_id: answer.str("ticket_id"),
-            position: answer.body["position"].as_u64(),
-        }
+        Queued::joined(event, &self.join_queue_raw(event).await.expect(201))
     }
 
     pub async fn queue_status(&self, queued: &Queued) -> Answer {
