@@ -243,13 +243,16 @@ async fn bad_export_requests_are_refused_and_change_nothing() {
 }
 
 const BULK_ORDERS: i64 = 100_000;
+/// Rows per bulk statement: each stays well inside the gateway's statement timeout on a
+/// loaded machine.
+const BULK_CHUNK: i64 = 10_000;
 /// Each bulk order is for six seats with a stadium's long ids (a row of about 240 bytes).
 const SIX_SEATS: &str = "'[\"Floor-A-Row-12-Seat-101\",\"Floor-A-Row-12-Seat-102\",\"Floor-A-Row-12-Seat-103\",\"Floor-A-Row-12-Seat-104\",\"Floor-A-Row-12-Seat-105\",\"Floor-A-Row-12-Seat-106\"]'";
 
 /// Orders made in bulk by SQL, each with the session, hold and payment it needs.
 async fn bulk_orders(app: &TestApp, event: &str) {
     let dialect = app.store.dialect();
-    let series = "with recursive n(i) as (select 1 union all select i + 1 from n where i < $2) ";
+    let series = "with recursive n(i) as (select $3 union all select i + 1 from n where i < $2) ";
     let statements: [&'static str; 4] = [
         "insert into admission_sessions (session_id, event_id, ticket_id, queue_place, expires_at)
          select 's_bulk_' || i, $1, 't_bulk_' || i, i, NOW from n",
@@ -269,12 +272,16 @@ async fn bulk_orders(app: &TestApp, event: &str) {
     for statement in statements {
         let statement = statement.replace("SIX_SEATS", SIX_SEATS);
         let text: &'static str = Box::leak(format!("{series}{statement}").into_boxed_str());
-        sqlx::query(dialect.sql(text))
-            .bind(event)
-            .bind(BULK_ORDERS)
-            .execute(app.store.pool())
-            .await
-            .unwrap_or_else(|e| panic!("bulk insert failed: {e}\n{text}"));
+        for first in (1..=BULK_ORDERS).step_by(BULK_CHUNK as usize) {
+            let last = (first + BULK_CHUNK - 1).min(BULK_ORDERS);
+            sqlx::query(dialect.sql(text))
+                .bind(event)
+                .bind(last)
+                .bind(first)
+                .execute(app.store.pool())
+                .await
+                .unwrap_or_else(|e| panic!("bulk insert failed: {e}\n{text}"));
+        }
     }
 }
 
