@@ -14,7 +14,8 @@
 //! - `process.rs`: the gateway binary as a child process, for figures that must be its own
 //! - `team.rs`: team keys of each role, and "nothing changed" snapshots of organizer state
 //!
-//! Each test file uses a different subset of these helpers.
+//! Each story (a module of `e2e/` or a test binary of its own) uses a different subset of these
+//! helpers.
 #![allow(dead_code)]
 
 pub mod buyer;

@@ -3,7 +3,7 @@
 //! offers resume in queue order to those who stayed, heard on both gateways.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::json;

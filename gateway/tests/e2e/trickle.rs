@@ -6,7 +6,7 @@
 //! answered within 2 s. Loopback only; every connection is dropped at the end of the test.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! The CPU seconds of the flood and of the idle second after it are printed (run with
 //! `--nocapture`) for the record; they are figures, not assertions.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! PostgreSQL + Redis + the HTTP simulator, and against the embedded default, whose gateway
 //! serves the in-process simulator's challenge page itself.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! a pause that keeps the line, and a sell-out told to every waiting socket.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! and answered 200, so confirmations of seats already paid for do not wait behind the crowd.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! origins the organizer allowed (and only on that event's page).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! (measured), stats against the database, stuck payments, the audit log, and the OpenAPI
 //! document against the router.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

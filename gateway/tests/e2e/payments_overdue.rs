@@ -2,7 +2,7 @@
 //! silent: `floodgate_payments_overdue` counts it, the stuck list flags it, and both clear once
 //! the provider answers again and the reconciler closes the attempt.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! through either gateway into one line, are offered in that order, and one of them claims,
 //! holds, pays and reads the confirmed order, each step on whichever gateway comes next.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 
@@ -33,7 +33,7 @@ fn queue_url(var: &str) -> String {
         Ok(url) if !url.trim().is_empty() => url,
         _ => panic!(
             "{var} is not set: run this test through `bash scripts/test.sh` (or \
-             `bash scripts/with-services.sh cargo test -p gateway --test queue_backends`), which \
+             `bash scripts/with-services.sh cargo test -p gateway --test e2e queue_backends`), which \
              starts that server, or set {var} to one that answers"
         ),
     }

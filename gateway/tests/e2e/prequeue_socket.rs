@@ -2,7 +2,7 @@
 //! whole pre-queue has been offered (their place is their rank in the permutation, which the
 //! socket must ask the queue backend for, as polling does).
 
-mod support;
+use crate::support;
 
 use futures::future::select_all;
 use serde_json::json;

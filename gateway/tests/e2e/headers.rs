@@ -3,7 +3,7 @@
 //! a URL is refused.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::json;

@@ -5,7 +5,7 @@
 //! organizer routes refusing bad input.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::Method;

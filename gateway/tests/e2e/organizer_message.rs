@@ -5,7 +5,7 @@
 //! each new field is refused with problem+json and changes nothing.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@
 //! nothing; a key below `admin` is refused 403, yet reads the event as it was set.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

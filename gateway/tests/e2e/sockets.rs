@@ -4,7 +4,7 @@
 //! that never finishes its handshake is dropped.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! and new joiners immediately, while the database holds the cap when offers are claimed.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! operation it lists actually routed by the gateway.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 //! order readable with the receipt key after the session ended. A rival whose card is
 //! declined retries with a good one.
 
-mod support;
+use crate::support;
 
 use futures::future::join;
 use reservation::SessionId;

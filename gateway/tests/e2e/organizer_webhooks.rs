@@ -6,7 +6,7 @@
 //! abandon time reach it too; and bad input on every route changes nothing.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! instead of taking one of the process's last files.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

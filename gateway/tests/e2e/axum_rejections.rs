@@ -2,7 +2,7 @@
 //! that does not parse, a plain GET on the socket route, a body over the limit) answers in the
 //! same problem+json shape as every other refusal, so a client needs one error parser.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! moved from a draining instance to another keeps their place, and offers go out in queue
 //! order whichever instance a buyer joined through or listens on.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! seats in its one-round-trip function, SQLite statement by statement).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

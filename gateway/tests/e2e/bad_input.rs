@@ -1,7 +1,7 @@
 //! Bad input, as a table: every case gets its documented status and `code` as problem+json,
 //! and the database shows nothing changed (DESIGN §5, invariant 6).
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, RequestBuilder};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! scripts/schemathesis.sh.)
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! the database's conditional insert. Both gateways obey the organizer's switch.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
