@@ -52,8 +52,9 @@ export function placeFromSnapshot(snap, claims, score) {
 /**
  * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
  * first offers go out at the rate while the cap has free places, the rest as places free, at
- * most `size ÷ held` a second; null while offers are held, or beyond the free places before
- * the time a place is held is known.
+ * most `size ÷ held` a second, the point from the long `held`; the range is the point ÷ and ×
+ * (1 + r), r the half-distance to the short end and two count errors in quadrature; null while
+ * offers are held, or beyond the free places before the time a place is held is known.
  */
 export function waitEstimate(snap, position) {
   const cap = snap?.cap;
@@ -75,9 +76,12 @@ export function waitEstimate(snap, position) {
     spread = typeof cap.held_spread === 'number' ? cap.held_spread : 0.1;
   }
   spread = Math.min(0.4, Math.max(0.1, spread));
-  const point = byRate + (fast + slow) / 2;
-  const low = Math.floor((byRate + fast) / (1 + 2 * spread));
-  const high = Math.max(Math.ceil((byRate + slow) / (1 - 2 * spread)), low + 1);
+  const point = byRate + slow;
+  const betweenEnds = point > 0 ? (slow - fast) / 2 / point : 0;
+  const counted = 2 * spread;
+  const r = Math.sqrt(betweenEnds * betweenEnds + counted * counted);
+  const low = Math.floor(point / (1 + r));
+  const high = Math.max(Math.ceil(point * (1 + r)), low + 1);
   return [Math.ceil(point), low, high];
 }
 

@@ -3,10 +3,15 @@
 //! A buyer with `p` ahead is offered after `p + 1` offers. The first of them go out at the
 //! rate the meter offers at while the cap has free places; the rest only as places free, at
 //! most `max_active ÷ W` a second with `W` the mean time a place is held (`turnover.rs`), and
-//! never faster than the rate. `W` is known as a range (its two Little's-law ends); the wait's
-//! range takes the fast end from the short `W` and the slow end from the long one, then widens
-//! both by two relative errors of the count behind `W` (at least 0.1, at most 0.4), so it is
-//! never a bare point. While no place has freed often enough to say how long one is held, a
+//! never faster than the rate. `W` is known as a range, its two Little's-law ends, and the
+//! point takes the wait the long end gives: through a sale places are held longer as seats
+//! grow scarce (buyers search longer, more sessions run their whole length), and `W` measured
+//! over the last window lags behind that, so the long end is the nearer guess for the waits
+//! still to come. Two errors widen it, independent of each other: where `W` lies between its
+//! ends (their half-distance, relative to the point) and two relative errors of the count
+//! behind `W` (at least 0.1, at most 0.4). They add in quadrature to `r`, and the range is
+//! `point ÷ (1 + r)` to `point × (1 + r)`: never a bare point, and not the two errors stacked
+//! end on end. While no place has freed often enough to say how long one is held, a
 //! place beyond the free ones has no estimate: the page says the wait is still being measured.
 //! `static/queue-snapshot.js` `waitEstimate` computes the same from the published model.
 
@@ -60,9 +65,17 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
         (0.0, 0.0, RATE_SPREAD)
     };
     let spread = spread.clamp(0.1, 0.4);
-    let point = by_rate + (fast + slow) / 2.0;
-    let low = ((by_rate + fast) / (1.0 + SPREADS * spread)).floor() as u64;
-    let high = (((by_rate + slow) / (1.0 - SPREADS * spread)).ceil() as u64).max(low + 1);
+    let point = by_rate + slow;
+    let between_ends = if point > 0.0 {
+        (slow - fast) / 2.0 / point
+    } else {
+        0.0
+    };
+    let counted = SPREADS * spread;
+    // Written as the page writes it (no `hypot`), so both round alike.
+    let r = (between_ends * between_ends + counted * counted).sqrt();
+    let low = (point / (1.0 + r)).floor() as u64;
+    let high = ((point * (1.0 + r)).ceil() as u64).max(low + 1);
     Some((point.ceil() as u64, low, high))
 }
 
@@ -84,7 +97,7 @@ mod tests {
     fn within_the_free_places_the_rate_decides() {
         // 45 offers a second: the 450th in line (449 ahead) is offered in ten seconds.
         let (point, low, high) = wait_estimate(449, &cap(450, None, 0.1)).expect("rate known");
-        assert_eq!((point, low, high), (10, 8, 13));
+        assert_eq!((point, low, high), (10, 8, 12));
         // The next is beyond the free places, and how long a place is held is not known yet.
         assert_eq!(wait_estimate(450, &cap(450, None, 0.1)), None);
         // Even the first in line is given a range, not a point.
@@ -121,6 +134,28 @@ mod tests {
         assert_eq!(wait_estimate(999, &cap(0, None, 0.1)), None);
         // ... but a place among the free ones still has one.
         assert!(wait_estimate(10, &cap(50, None, 0.1)).is_some());
+    }
+
+    #[test]
+    fn the_point_is_the_long_end_and_the_two_errors_add_in_quadrature() {
+        // `W` known only between 20 s and 40 s (the most its ends may differ), from a large
+        // count: 1,000 beyond the free places take 44–89 s. The point is the slow end, and the
+        // range around it spans under a factor two, where stacking the count's error on both
+        // ends would have said 37–111 s (a factor three).
+        let (point, low, high) =
+            wait_estimate(999, &cap(0, Some([20.0, 40.0]), 0.01)).expect("known");
+        let slow = 1_000.0 / (450.0 / 40.0);
+        assert!((point as f64 - slow).abs() <= 1.0, "{point} vs {slow}");
+        assert!(high as f64 / low as f64 <= 2.0, "{low}–{high}");
+        // The half-distance to the fast end (a quarter of the point) and two errors of 10 %.
+        let r = (0.25f64 * 0.25 + 0.2 * 0.2).sqrt();
+        assert!((low as f64 - slow / (1.0 + r)).abs() <= 1.0, "{low}");
+        assert!((high as f64 - slow * (1.0 + r)).abs() <= 1.0, "{high}");
+        // Ends that agree leave the count's error alone: two of 10 %, either side.
+        let (point, low, high) =
+            wait_estimate(999, &cap(0, Some([30.0, 30.0]), 0.01)).expect("known");
+        assert_eq!(low, (point as f64 / 1.2).floor() as u64, "{point} {low}");
+        assert!(high as f64 <= point as f64 * 1.2 + 1.0, "{point} {high}");
     }
 
     #[test]
