@@ -227,8 +227,8 @@ mod tests {
             panic!("a far-back buyer is told by the snapshot");
         };
         assert_eq!(position, 1050);
-        // 1,051 offers at 10 a second: 105.1 s, ÷ 1.2 and ÷ 0.8.
-        assert_eq!(range, Some((87, 132)));
+        // 1,051 offers at 10 a second: 105.1 s, ÷ 1.2 and × 1.2.
+        assert_eq!(range, Some((87, 127)));
         assert_eq!(
             next_read_s(
                 &s,
