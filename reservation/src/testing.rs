@@ -168,3 +168,23 @@ pub async fn postgres_connection_encryption(store: &Store, database: &str) -> (i
     .await
     .unwrap_or_else(|e| panic!("pg_stat_ssl: {e}"))
 }
+
+/// Claims up to `n` due outbox rows as a worker does (leased for a minute, never finished):
+/// for tests that look at what a claim reads. Returns how many it claimed.
+pub async fn claim_due_work(store: &Store, n: usize) -> usize {
+    store
+        .claim_jobs(n, std::time::Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("claim outbox rows: {e}"))
+        .len()
+}
+
+/// Claims up to `n` due webhook deliveries as the delivery worker does (`claim_due_work`
+/// alike). Returns how many it claimed.
+pub async fn claim_due_deliveries(store: &Store, n: usize) -> usize {
+    store
+        .claim_deliveries(n, std::time::Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("claim webhook deliveries: {e}"))
+        .len()
+}

@@ -89,8 +89,9 @@ struct DeliveryRow {
 pub const LISTED: i64 = 50;
 
 impl Store {
-    /// Claims up to `n` due deliveries for `lease`; `SKIP LOCKED` keeps several gateways'
-    /// workers off each other's rows.
+    /// Claims up to `n` due deliveries for `lease`, longest due first; `SKIP LOCKED` keeps
+    /// several gateways' workers off each other's rows. The clock is read once, before the
+    /// scan, so only the due rows of `webhook_deliveries_due` are read (`claim_jobs` alike).
     pub(crate) async fn claim_deliveries(
         &self,
         n: usize,
@@ -100,9 +101,10 @@ impl Store {
         let rows: Vec<ClaimedRow> = sqlx::query_as(self.sql(
             "update webhook_deliveries set lease_until = NOW + MSEC($2), tries = tries + 1 \
              where id in (select id from webhook_deliveries \
-                          where done_at is null and failed_at is null and run_after <= NOW \
+                          where done_at is null and failed_at is null \
+                          and run_after <= (select NOW) \
                           and (lease_until is null or lease_until < NOW) \
-                          order by id limit $1 SKIP_LOCKED) \
+                          order by run_after, id limit $1 SKIP_LOCKED) \
              returning id, webhook_id, event_id, kind, fact_id, data, \
              cast(tries as bigint) as tries, MS(created_at) as created_at_ms",
         ))

@@ -27,7 +27,7 @@ struct BacklogRow {
 }
 
 impl Store {
-    /// Reads only rows not done (the `outbox_ready` partial index), once a second per instance.
+    /// Reads only rows not done (the `outbox_due` partial index), once a second per instance.
     pub async fn outbox_lag(&self) -> Result<Backlog, Error> {
         let row = sqlx::query_as::<_, BacklogRow>(self.sql(
             "select (select count(*) from outbox where done_at is null) as depth, \

@@ -34,16 +34,18 @@ struct JobRow {
 }
 
 impl Store {
-    /// Claims up to `n` due rows for `lease`. `SKIP LOCKED` lets several workers claim at once
-    /// without queueing on each other's rows (SQLite has one writer and needs no clause).
+    /// Claims up to `n` due rows for `lease`, longest due first. `SKIP LOCKED` lets several
+    /// workers claim at once without queueing on each other's rows (SQLite has one writer and
+    /// needs no clause). The clock is read once, before the scan (`(select NOW)`), so the due
+    /// rows are a range of `outbox_due` and the rows done or scheduled later are never read.
     pub(crate) async fn claim_jobs(&self, n: usize, lease: Duration) -> Result<Vec<Job>, Error> {
         let mut tx = self.begin().await?;
         let rows = sqlx::query_as::<_, JobRow>(self.sql(
             "update outbox set lease_until = NOW + MSEC($2), tries = tries + 1 \
              where id in (select id from outbox \
-                          where done_at is null and run_after <= NOW \
+                          where done_at is null and run_after <= (select NOW) \
                           and (lease_until is null or lease_until < NOW) \
-                          order by id limit $1 SKIP_LOCKED) \
+                          order by run_after, id limit $1 SKIP_LOCKED) \
              returning id, kind, event_id, attempt_id, payload, tries",
         ))
         .bind(n as i64)
