@@ -105,6 +105,8 @@ pub(crate) struct EventHandle {
     /// Ticked by the meter: the event exists and its queue is not closed (a tick that finds it
     /// closed clears this; the list of open events read each second sets it again).
     pub(crate) metered: AtomicBool,
+    /// The seat counts the last tick read from the database, and when.
+    pub(crate) seats_read: Mutex<Option<(tokio::time::Instant, crate::db::Availability)>>,
 }
 
 pub(crate) struct Inner {
@@ -199,6 +201,7 @@ impl Admission {
                     last_joins_total: Mutex::new(None),
                     recovering: tokio::sync::Mutex::new(()),
                     metered: AtomicBool::new(true),
+                    seats_read: Mutex::new(None),
                 })
             })
             .clone()

@@ -29,16 +29,36 @@ impl Admission {
     /// One meter step for one event. `run_meter` calls it for every open event; tests call it
     /// directly with steered time. An event the database does not hold is forgotten here; a
     /// closed one gets this last tick (its sockets hear "closed") and leaves the meter.
-    #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
     pub async fn tick(&self, event: &str) -> Result<TickReport, AdmissionError> {
+        self.tick_reading_seats_within(event, None).await
+    }
+
+    /// A tick that takes the seat counts read at most `seats_within` ago, if any, instead of
+    /// counting the event's seats again. A session that ends wakes the meter at once so its
+    /// place goes back into the flow; in a sale sessions end many times a tick, and the seats
+    /// counted one tick ago still decide those offers. Sessions and controls are always read.
+    #[tracing::instrument(skip_all, err(level = "debug"), fields(event))]
+    async fn tick_reading_seats_within(
+        &self,
+        event: &str,
+        seats_within: Option<Duration>,
+    ) -> Result<TickReport, AdmissionError> {
         let db = &self.inner.db;
+        let counted = seats_within.and_then(|within| {
+            let read = *lock(&self.lookup(event)?.seats_read);
+            read.filter(|(at, _)| at.elapsed() < within)
+                .map(|(_, seats)| seats)
+        });
+        let seats = async {
+            match counted {
+                Some(seats) => Ok(seats),
+                None => db.availability(event).await,
+            }
+        };
         // Three reads at once: a tick's time is the slowest of them, not their sum, so the
         // meter keeps its beat while the database is busy with the sale.
-        let (control, active, seats) = tokio::join!(
-            db.control(event),
-            db.active_sessions(event),
-            db.availability(event)
-        );
+        let (control, active, seats) =
+            tokio::join!(db.control(event), db.active_sessions(event), seats);
         let Some(control) = control? else {
             self.forget(event);
             return Err(AdmissionError::UnknownEvent);
@@ -48,8 +68,11 @@ impl Admission {
         handle.metered.store(!control.closed, Ordering::Relaxed);
         *lock(&handle.control) = Some(std::sync::Arc::new(control.clone()));
         let (active, seats) = (active?, seats?);
-        // Judged on every tick from the seats themselves, so the tick after the last seat is
-        // sold (or the last hold that could give one back has ended) tells everyone.
+        if counted.is_none() {
+            *lock(&handle.seats_read) = Some((tokio::time::Instant::now(), seats));
+        }
+        // Judged from the seats themselves, counted at every beat, so the beat after the last
+        // seat is sold (or the last hold that could give one back has ended) tells everyone.
         let sold_out = seats.sold_out();
         let pressure = self.inner.pressure.get();
         let rate_per_min = pressure.scale(control.rate_per_min);
@@ -362,15 +385,17 @@ impl Admission {
                 () = &mut shutdown => return,
                 _ = evict.tick() => self.inner.limiter.evict_stale(),
                 _ = refresh.tick() => self.refresh_open_events().await,
-                _ = async {
+                woken = async {
                     tokio::select! {
-                        _ = every.tick() => {}
-                        () = self.inner.wake.notified() => {}
-                        () = heard(&mut news) => {}
+                        _ = every.tick() => false,
+                        () = self.inner.wake.notified() => true,
+                        () = heard(&mut news) => true,
                     }
                 } => {
+                    // Woken between beats, the seats counted within the last beat still hold.
+                    let seats_within = woken.then_some(self.inner.cfg.tick_interval);
                     for event in self.metered_events() {
-                        let outcome = self.tick(&event).await;
+                        let outcome = self.tick_reading_seats_within(&event, seats_within).await;
                         failing.note(&event, outcome.err());
                     }
                 }

@@ -856,3 +856,58 @@ async fn run_meter_ticks_until_shutdown() {
     stop.send(()).expect("meter running");
     meter.await.expect("meter stops on shutdown");
 }
+
+/// A session that ends wakes the meter between its beats, so its place is offered at once;
+/// that tick takes the seats counted at the last beat instead of counting them again (a sale
+/// ends sessions many times a beat). The next beat counts them afresh.
+#[tokio::test(start_paused = true)]
+async fn woken_ticks_take_the_seats_counted_at_the_beat() {
+    let h = Harness::new(Kind::Memory, "woken", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(5).await;
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            available: 10,
+            ..Availability::default()
+        },
+    );
+    let mut rx = h.adm.subscribe(&h.event);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let adm = h.adm.clone();
+    let meter = tokio::spawn(async move {
+        adm.run_meter(async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    while rx.borrow().served < 1 {
+        rx.changed().await.expect("feed open");
+    }
+    assert_eq!(rx.borrow().seats_left, 10);
+    let a = h.adm.claim(&joined[0].claims).await.expect("claim");
+    // Every seat sells just after the beat; the session ends before the next one.
+    h.db.set_availability(
+        &h.event,
+        Availability {
+            sold: 10,
+            ..Availability::default()
+        },
+    );
+    let before = h.adm.meter_figures().ticks_total;
+    h.adm
+        .session_ended(&h.event, &a.session_id)
+        .await
+        .expect("end");
+    while h.adm.meter_figures().ticks_total == before {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(rx.borrow().state, EventState::Open, "the beat's count");
+    assert_eq!(rx.borrow().seats_left, 10);
+    // The next beat counts the seats: sold out.
+    while rx.borrow().state != EventState::SoldOut {
+        rx.changed().await.expect("feed open");
+    }
+    assert_eq!(rx.borrow().seats_left, 0);
+    stop.send(()).expect("meter running");
+    meter.await.expect("meter stops on shutdown");
+}
