@@ -825,12 +825,13 @@ async fn sold_out_next_tick(kind: Kind) {
 }
 every_backend!(sold_out_next_tick);
 
-/// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
-#[tokio::test(start_paused = true)]
-async fn run_meter_ticks_until_shutdown() {
-    let h = Harness::new(Kind::Memory, "loop", |c| c.max_active = 10_000).await;
-    let joined = h.join_n(30).await;
-    let mut rx = h.adm.subscribe(&h.event);
+/// The meter's run loop on its own task, and the sender that stops it.
+fn spawn_meter(
+    h: &Harness,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let adm = h.adm.clone();
     let meter = tokio::spawn(async move {
@@ -839,6 +840,16 @@ async fn run_meter_ticks_until_shutdown() {
         })
         .await;
     });
+    (stop, meter)
+}
+
+/// The run loop ticks every known event and stops on shutdown; the feed wakes once per tick.
+#[tokio::test(start_paused = true)]
+async fn run_meter_ticks_until_shutdown() {
+    let h = Harness::new(Kind::Memory, "loop", |c| c.max_active = 10_000).await;
+    let joined = h.join_n(30).await;
+    let mut rx = h.adm.subscribe(&h.event);
+    let (stop, meter) = spawn_meter(&h);
     let mut wakes = 0;
     while rx.borrow().served < 20 {
         rx.changed().await.expect("feed open");
@@ -872,14 +883,7 @@ async fn woken_ticks_take_the_seats_counted_at_the_beat() {
         },
     );
     let mut rx = h.adm.subscribe(&h.event);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let adm = h.adm.clone();
-    let meter = tokio::spawn(async move {
-        adm.run_meter(async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
+    let (stop, meter) = spawn_meter(&h);
     while rx.borrow().served < 1 {
         rx.changed().await.expect("feed open");
     }
