@@ -135,8 +135,8 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_JOIN_PATIENCE_MS", default_value_t = 2_000)]
     pub join_patience_ms: u64,
 
-    /// Status polls in flight at once (a budget apart from joins, so a join storm cannot
-    /// shed the polls of buyers already waiting).
+    /// Queue snapshot and status polls in flight at once (a budget apart from joins and
+    /// reads, so neither a join storm nor a seat-map rush sheds the polls of buyers waiting).
     #[arg(long, env = "FLOODGATE_MAX_INFLIGHT_POLLS", default_value_t = 256)]
     pub max_inflight_polls: usize,
 

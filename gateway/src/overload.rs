@@ -44,8 +44,10 @@ use crate::problem::Problem;
 pub enum Group {
     /// Joining the queue: what a crowd does at opening.
     Joins,
-    /// Polling a place in the queue. Apart from joins so that a join storm cannot shed the
-    /// polls of buyers already waiting: an offer unseen because its poll was shed lapses.
+    /// Polling a place in the queue: the public snapshot and the per-token status. Apart from
+    /// joins so that a join storm cannot shed the polls of buyers already waiting (an offer
+    /// unseen because its poll was shed lapses), and apart from reads so that the seat-map
+    /// rush of buyers losing holds at the sell-out cannot shed the reads that tell the crowd.
     Polls,
     /// WebSocket upgrades (the budget covers the handshake, not the socket's life).
     Sockets,

@@ -248,7 +248,7 @@ pub fn book() -> Vec<Route> {
             Get,
             "/api/events/{event}/queue/snapshot",
             Anyone,
-            Group::Reads,
+            Group::Polls,
             "Public queue snapshot (frontiers, outflow, seats; ETag)",
             200,
             queue::snapshot,

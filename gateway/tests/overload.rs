@@ -1,6 +1,7 @@
 //! Overload: a join flood far beyond the join group's in-flight budget is shed with 503
 //! `overloaded` + `Retry-After` (never a hang), while holds, checkouts and the status polls of a
-//! buyer already waiting all go through; after the flood, joins work again. The join limit per client address
+//! buyer already waiting all go through; after the flood, joins work again. A seat-map flood is
+//! shed while the queue snapshot and status still answer. The join limit per client address
 //! believes `X-Forwarded-For` only from a trusted proxy.
 //!
 //! Latency under the flood is measured in `benches/overload.rs`, not asserted here.
@@ -176,6 +177,91 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
         .unwrap_or_else(|| panic!("no shed joins counted in /metrics"));
     let counted: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(counted >= 1.0, "{line}");
+}
+
+/// Buyers losing holds at the sell-out re-read the seat map all at once; the crowd still
+/// waiting must go on hearing the snapshot that tells it the seats are gone, so a seat-map
+/// rush that overflows the reads budget never sheds a snapshot or status poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_map_flood_is_shed_while_snapshot_and_status_polls_answer() {
+    let app = spawn_app_with(Backends::Postgres, |config| {
+        config.max_inflight_reads = 1;
+    })
+    .await;
+    let event = app
+        .create_event(
+            BUYERS,
+            json!({"rate_per_min": 60, "max_active": 1, "offer_s": 120}),
+        )
+        .await;
+    // Two in line: the first is offered, the second keeps waiting and polls.
+    app.join_queue(&event).await;
+    let waiting = app.join_queue(&event).await;
+
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let url = app.url(&format!("/api/events/{event}/seats"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Flood::default());
+    let flooders: Vec<_> = (0..FLOODERS)
+        .map(|_| {
+            let (client, url, stop, seen) =
+                (client.clone(), url.clone(), stop.clone(), seen.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(response) = client.get(&url).send().await else {
+                        continue;
+                    };
+                    let answer = Answer::from(response).await;
+                    match answer.status {
+                        200 => {
+                            seen.joined.fetch_add(1, Ordering::Relaxed);
+                        }
+                        503 => {
+                            check_shed(&answer);
+                            seen.shed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => seen.other.lock().unwrap().push(format!("{answer:?}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    let started = tokio::time::Instant::now();
+    while seen.shed.load(Ordering::Relaxed) < 20 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{FLOODERS} seat-map readers never overflowed a reads budget of 1"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shed_before = seen.shed.load(Ordering::Relaxed);
+    let snapshot = format!("/api/events/{event}/queue/snapshot");
+    let mut polls = Vec::new();
+    for _ in 0..50 {
+        polls.push(app.get(&snapshot).await.status);
+        polls.push(app.queue_status(&waiting).await.status);
+    }
+    let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
+    stop.store(true, Ordering::Relaxed);
+    for flooder in flooders {
+        flooder.await.unwrap();
+    }
+    assert!(
+        polls.iter().all(|s| *s == 200),
+        "a poll was refused during the seat-map flood: {polls:?}"
+    );
+    assert!(
+        shed_during > 0,
+        "the seat-map flood was still being shed while the waiting buyer polled"
+    );
+    let other = seen.other.lock().unwrap().clone();
+    assert!(
+        other.is_empty(),
+        "a flooded seat map got neither 200 nor 503: {other:?}"
+    );
 }
 
 #[tokio::test]
