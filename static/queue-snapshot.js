@@ -53,9 +53,13 @@ export function placeFromSnapshot(snap, claims, score) {
  * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
  * first offers go out at the rate while the cap has free places, the rest as places free, at
  * most `size ÷ held` a second, the point from the long `held`; the range is the point ÷ and ×
- * (1 + r), r the half-distance to the short end and two count errors in quadrature; null while
- * offers are held, or beyond the free places before the time a place is held is known.
+ * (1 + r), r the half-distance to the short end and two count errors in quadrature, the high
+ * end later by the seconds a page at the front takes to hear of its offer; null while offers are
+ * held, or beyond the free places before the time a place is held is known.
  */
+/** Seconds a page at the front may take to hear of its offer (wait.rs `HEARD_WITHIN_S`). */
+const HEARD_WITHIN_S = 3;
+
 export function waitEstimate(snap, position) {
   const cap = snap?.cap;
   const rate = (Number(cap?.offer_rate_per_min) || 0) / 60;
@@ -81,7 +85,7 @@ export function waitEstimate(snap, position) {
   const counted = 2 * spread;
   const r = Math.sqrt(betweenEnds * betweenEnds + counted * counted);
   const low = Math.floor(point / (1 + r));
-  const high = Math.max(Math.ceil(point * (1 + r)), low + 1);
+  const high = Math.max(Math.ceil(point * (1 + r) + HEARD_WITHIN_S), low + 1);
   return [Math.ceil(point), low, high];
 }
 

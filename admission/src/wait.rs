@@ -13,6 +13,8 @@
 //! `point ÷ (1 + r)` to `point × (1 + r)`: never a bare point, and not the two errors stacked
 //! end on end. While no place has freed often enough to say how long one is held, a
 //! place beyond the free ones has no estimate: the page says the wait is still being measured.
+//! The range ends when the buyer can see the offer, not when it is made: a polling page hears
+//! of it at its next read, so the high end adds the longest a page at the front waits for it.
 //! `static/queue-snapshot.js` `waitEstimate` computes the same from the published model.
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,10 @@ const SPREADS: f64 = 2.0;
 const RATE_SPREAD: f64 = 0.1;
 /// `W`'s two ends further apart than this say too little to give a wait beyond the free places.
 const MAX_HELD_RATIO: f64 = 2.0;
+/// Seconds a page at the front may take to hear of its offer: the snapshot it reads is up to a
+/// second old (`max-age=1`) and read every two seconds while open (`public::retry_after_s`). A
+/// page on the WebSocket hears at once, so only the high end counts them.
+pub(crate) const HEARD_WITHIN_S: f64 = 3.0;
 
 /// What the wait is computed from, published in the snapshot as `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,7 +81,7 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
     // Written as the page writes it (no `hypot`), so both round alike.
     let r = (between_ends * between_ends + counted * counted).sqrt();
     let low = (point / (1.0 + r)).floor() as u64;
-    let high = ((point * (1.0 + r)).ceil() as u64).max(low + 1);
+    let high = ((point * (1.0 + r) + HEARD_WITHIN_S).ceil() as u64).max(low + 1);
     Some((point.ceil() as u64, low, high))
 }
 
@@ -97,7 +103,7 @@ mod tests {
     fn within_the_free_places_the_rate_decides() {
         // 45 offers a second: the 450th in line (449 ahead) is offered in ten seconds.
         let (point, low, high) = wait_estimate(449, &cap(450, None, 0.1)).expect("rate known");
-        assert_eq!((point, low, high), (10, 8, 12));
+        assert_eq!((point, low, high), (10, 8, 15));
         // The next is beyond the free places, and how long a place is held is not known yet.
         assert_eq!(wait_estimate(450, &cap(450, None, 0.1)), None);
         // Even the first in line is given a range, not a point.
@@ -147,15 +153,33 @@ mod tests {
         let slow = 1_000.0 / (450.0 / 40.0);
         assert!((point as f64 - slow).abs() <= 1.0, "{point} vs {slow}");
         assert!(high as f64 / low as f64 <= 2.0, "{low}–{high}");
-        // The half-distance to the fast end (a quarter of the point) and two errors of 10 %.
+        // The half-distance to the fast end (a quarter of the point) and two errors of 10 %;
+        // the high end also waits for the page to hear.
         let r = (0.25f64 * 0.25 + 0.2 * 0.2).sqrt();
         assert!((low as f64 - slow / (1.0 + r)).abs() <= 1.0, "{low}");
-        assert!((high as f64 - slow * (1.0 + r)).abs() <= 1.0, "{high}");
+        assert!(
+            (high as f64 - slow * (1.0 + r) - HEARD_WITHIN_S).abs() <= 1.0,
+            "{high}"
+        );
         // Ends that agree leave the count's error alone: two of 10 %, either side.
         let (point, low, high) =
             wait_estimate(999, &cap(0, Some([30.0, 30.0]), 0.01)).expect("known");
         assert_eq!(low, (point as f64 / 1.2).floor() as u64, "{point} {low}");
-        assert!(high as f64 <= point as f64 * 1.2 + 1.0, "{point} {high}");
+        assert!(
+            high as f64 <= point as f64 * 1.2 + HEARD_WITHIN_S + 1.0,
+            "{point} {high}"
+        );
+    }
+
+    #[test]
+    fn the_high_end_waits_as_long_as_a_page_at_the_front_takes_to_hear() {
+        // The snapshot's age and a read interval at the front, as the snapshot tells pages.
+        let read_s = crate::public::retry_after_s(crate::snapshot::EventState::Open);
+        assert_eq!(HEARD_WITHIN_S, (read_s + 1) as f64);
+        // The first in line, offered within the tick, may still see it seconds later.
+        let (point, low, high) = wait_estimate(0, &cap(450, None, 0.1)).expect("rate known");
+        assert_eq!((point, low), (1, 0));
+        assert!(high as f64 >= HEARD_WITHIN_S, "{high}");
     }
 
     #[test]

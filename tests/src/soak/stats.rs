@@ -37,7 +37,7 @@ impl Live {
 }
 
 /// Histogram names, in milliseconds unless said otherwise.
-pub const HISTOGRAMS: [&str; 11] = [
+pub const HISTOGRAMS: [&str; 12] = [
     "join_ms",
     // From the buyer's arrival to its queue token, across every shed and retried join.
     "arrival_to_token_ms",
@@ -47,6 +47,8 @@ pub const HISTOGRAMS: [&str; 11] = [
     // range would have had to be.
     "eta_actual_pct",
     "queue_wait_ms",
+    // From the offer made to the buyer seeing it, where the answer said the offer's time left.
+    "offer_seen_late_ms",
     "claim_ms",
     "hold_won_ms",
     "hold_lost_ms",
