@@ -27,19 +27,83 @@ const BUYERS: u32 = 12;
 /// What the flood saw, counted by the flooders.
 #[derive(Default)]
 struct Flood {
-    joined: AtomicU64,
+    served: AtomicU64,
     shed: AtomicU64,
     other: std::sync::Mutex<Vec<String>>,
 }
 
+/// `FLOODERS` clients sending one request over and over until stopped.
+struct Flooding {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Flood>,
+    flooders: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Flooding {
+    /// Starts the flood of `method url` (`served`: the status of a request let through) and
+    /// returns once it is being shed; `what` names the budget it overflows.
+    async fn start(method: Method, url: String, served: u16, what: &str) -> Flooding {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .build()
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Flood::default());
+        let flooders = (0..FLOODERS)
+            .map(|_| {
+                tokio::spawn(flood_until(
+                    client.request(method.clone(), &url),
+                    served,
+                    stop.clone(),
+                    seen.clone(),
+                ))
+            })
+            .collect();
+        let started = tokio::time::Instant::now();
+        while seen.shed.load(Ordering::Relaxed) < 20 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{FLOODERS} flooding clients never overflowed {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Flooding {
+            stop,
+            seen,
+            flooders,
+        }
+    }
+
+    fn shed(&self) -> u64 {
+        self.seen.shed.load(Ordering::Relaxed)
+    }
+
+    /// Stops the flood; every answer was the one let through or a 503 `overloaded`.
+    async fn stop(self) -> Arc<Flood> {
+        self.stop.store(true, Ordering::Relaxed);
+        for flooder in self.flooders {
+            flooder.await.unwrap();
+        }
+        let other = self.seen.other.lock().unwrap().clone();
+        assert!(
+            other.is_empty(),
+            "a flooding request got neither its answer nor 503 overloaded: {other:?}"
+        );
+        self.seen
+    }
+}
+
 async fn flood_until(
-    client: reqwest::Client,
-    url: String,
+    request: reqwest::RequestBuilder,
+    served: u16,
     stop: Arc<AtomicBool>,
     seen: Arc<Flood>,
 ) {
     while !stop.load(Ordering::Relaxed) {
-        let answer = match client.post(&url).send().await {
+        let Some(again) = request.try_clone() else {
+            return;
+        };
+        let answer = match again.send().await {
             Ok(response) => Answer::from(response).await,
             Err(error) => {
                 seen.other
@@ -49,15 +113,13 @@ async fn flood_until(
                 continue;
             }
         };
-        match answer.status {
-            201 => {
-                seen.joined.fetch_add(1, Ordering::Relaxed);
-            }
-            503 => {
-                check_shed(&answer);
-                seen.shed.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => seen.other.lock().unwrap().push(format!("{answer:?}")),
+        if answer.status == served {
+            seen.served.fetch_add(1, Ordering::Relaxed);
+        } else if answer.status == 503 {
+            check_shed(&answer);
+            seen.shed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            seen.other.lock().unwrap().push(format!("{answer:?}"));
         }
     }
 }
@@ -95,33 +157,16 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
     // And one who is in the queue already, polling its place: polls have a budget of their own.
     let waiting = app.join_queue(&event).await;
 
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
-    let url = app.url(&format!("/api/events/{event}/queue"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Flood::default());
-    let flooders: Vec<_> = (0..FLOODERS)
-        .map(|_| {
-            tokio::spawn(flood_until(
-                client.clone(),
-                url.clone(),
-                stop.clone(),
-                seen.clone(),
-            ))
-        })
-        .collect();
     // Holds and checkouts start only once the flood is being shed.
-    let started = tokio::time::Instant::now();
-    while seen.shed.load(Ordering::Relaxed) < 20 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{FLOODERS} flooding clients never overflowed a join budget of {JOIN_BUDGET}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let shed_before = seen.shed.load(Ordering::Relaxed);
+    let url = app.url(&format!("/api/events/{event}/queue"));
+    let flood = Flooding::start(
+        Method::POST,
+        url,
+        201,
+        &format!("a join budget of {JOIN_BUDGET}"),
+    )
+    .await;
+    let shed_before = flood.shed();
     let mut holds = Vec::new();
     for (i, buyer) in buyers.iter().enumerate() {
         let seat = support::buyer::seat(i as u32 + 1);
@@ -138,23 +183,15 @@ async fn a_join_flood_is_shed_while_holds_and_checkouts_go_through() {
     // A refusal is answered half a second after it is decided (`SHED_DELAY`): wait for those
     // decided while the buyers held and paid.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
-    stop.store(true, Ordering::Relaxed);
-    for flooder in flooders {
-        flooder.await.unwrap();
-    }
-    let other = seen.other.lock().unwrap().clone();
-    assert!(
-        other.is_empty(),
-        "a flooded join got neither 201 nor 503 overloaded: {other:?}"
-    );
+    let shed_during = flood.shed() - shed_before;
+    let seen = flood.stop().await;
     assert!(
         shed_during > 0,
         "the flood was still being shed while the buyers held and paid"
     );
     eprintln!(
         "flood: {} joined, {} shed ({} while holding and paying)",
-        seen.joined.load(Ordering::Relaxed),
+        seen.served.load(Ordering::Relaxed),
         seen.shed.load(Ordering::Relaxed),
         shed_during
     );
@@ -198,57 +235,17 @@ async fn a_seat_map_flood_is_shed_while_snapshot_and_status_polls_answer() {
     app.join_queue(&event).await;
     let waiting = app.join_queue(&event).await;
 
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
     let url = app.url(&format!("/api/events/{event}/seats"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Flood::default());
-    let flooders: Vec<_> = (0..FLOODERS)
-        .map(|_| {
-            let (client, url, stop, seen) =
-                (client.clone(), url.clone(), stop.clone(), seen.clone());
-            tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    let Ok(response) = client.get(&url).send().await else {
-                        continue;
-                    };
-                    let answer = Answer::from(response).await;
-                    match answer.status {
-                        200 => {
-                            seen.joined.fetch_add(1, Ordering::Relaxed);
-                        }
-                        503 => {
-                            check_shed(&answer);
-                            seen.shed.fetch_add(1, Ordering::Relaxed);
-                        }
-                        _ => seen.other.lock().unwrap().push(format!("{answer:?}")),
-                    }
-                }
-            })
-        })
-        .collect();
-    let started = tokio::time::Instant::now();
-    while seen.shed.load(Ordering::Relaxed) < 20 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{FLOODERS} seat-map readers never overflowed a reads budget of 1"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let shed_before = seen.shed.load(Ordering::Relaxed);
+    let flood = Flooding::start(Method::GET, url, 200, "a reads budget of 1").await;
+    let shed_before = flood.shed();
     let snapshot = format!("/api/events/{event}/queue/snapshot");
     let mut polls = Vec::new();
     for _ in 0..50 {
         polls.push(app.get(&snapshot).await.status);
         polls.push(app.queue_status(&waiting).await.status);
     }
-    let shed_during = seen.shed.load(Ordering::Relaxed) - shed_before;
-    stop.store(true, Ordering::Relaxed);
-    for flooder in flooders {
-        flooder.await.unwrap();
-    }
+    let shed_during = flood.shed() - shed_before;
+    flood.stop().await;
     assert!(
         polls.iter().all(|s| *s == 200),
         "a poll was refused during the seat-map flood: {polls:?}"
@@ -256,11 +253,6 @@ async fn a_seat_map_flood_is_shed_while_snapshot_and_status_polls_answer() {
     assert!(
         shed_during > 0,
         "the seat-map flood was still being shed while the waiting buyer polled"
-    );
-    let other = seen.other.lock().unwrap().clone();
-    assert!(
-        other.is_empty(),
-        "a flooded seat map got neither 200 nor 503: {other:?}"
     );
 }
 
