@@ -49,6 +49,9 @@ export function placeFromSnapshot(snap, claims, score) {
   return Math.floor((left * (score - frontier)) / (1 - frontier));
 }
 
+/** Seconds a page at the front may take to hear of its offer (wait.rs `HEARD_WITHIN_S`). */
+const HEARD_WITHIN_S = 3;
+
 /**
  * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
  * first offers go out at the rate while the cap has free places, the rest as places free, at
@@ -57,9 +60,6 @@ export function placeFromSnapshot(snap, claims, score) {
  * end later by the seconds a page at the front takes to hear of its offer; null while offers are
  * held, or beyond the free places before the time a place is held is known.
  */
-/** Seconds a page at the front may take to hear of its offer (wait.rs `HEARD_WITHIN_S`). */
-const HEARD_WITHIN_S = 3;
-
 export function waitEstimate(snap, position) {
   const cap = snap?.cap;
   const rate = (Number(cap?.offer_rate_per_min) || 0) / 60;

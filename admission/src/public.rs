@@ -76,7 +76,7 @@ struct Body<'a> {
 }
 
 /// How soon a page should read the snapshot again (its own place may ask it less often).
-pub(crate) fn retry_after_s(state: EventState) -> u64 {
+pub(crate) const fn retry_after_s(state: EventState) -> u64 {
     match state {
         EventState::Open => 2,
         EventState::Paused => 5,

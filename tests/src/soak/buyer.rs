@@ -148,11 +148,11 @@ async fn wait_and_buy(
         // The same range against when the offer was made: the wait without the buyer's own
         // read interval (an offer's time left is counted in whole seconds).
         if let Some(left) = offer_left_s {
-            let late = ctx.offer.as_secs_f64() - left as f64;
+            let late = (ctx.offer.as_secs_f64() - left as f64).max(0.0);
             // How long after the offer was made the buyer saw it (whole seconds).
             ctx.stats
-                .record("offer_seen_late_ms", (late.max(0.0) * 1000.0) as u64);
-            let made = (actual - late.max(0.0)).max(0.0);
+                .record("offer_seen_late_ms", (late * 1000.0) as u64);
+            let made = (actual - late).max(0.0);
             ctx.stats
                 .eta_made(made + 1.0 >= eta.low_s as f64 && made <= eta.high_s as f64 + 1.0);
         }
