@@ -638,6 +638,7 @@ mod tests {
             served,
             rate_bound,
             backpressure_share: if rate_bound { 1.0 } else { 0.0 },
+            ..MeterSample::default()
         }
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuSplit;
 use super::figures::{ChanceTenth, Figure, Minute, PlaceChance, ShownRange, Storm};
-use super::stats::Partial;
+use super::stats::{MeterSample, Partial};
 use super::verdict::Verdict;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,6 +55,10 @@ pub struct Report {
     /// Offered buyers' first wait ranges by when they were shown.
     #[serde(default)]
     pub first_range_by_shown: Vec<ShownRange>,
+    /// The organizer's stats about once a second: offers made, what held them back, and the
+    /// counts behind the chance of a seat.
+    #[serde(default)]
+    pub meter_timeline: Vec<MeterSample>,
     pub verdict: Verdict,
 }
 
@@ -127,6 +131,7 @@ pub fn build(p: &Partial, inputs: Inputs) -> Report {
         seat_chance_calibration: inputs.storm.seat_chance_calibration,
         seat_chance_by_place: inputs.storm.seat_chance_by_place,
         first_range_by_shown: inputs.storm.first_range_by_shown,
+        meter_timeline: p.meter_samples.clone(),
         verdict: inputs.verdict,
     }
 }

@@ -13,7 +13,7 @@ use super::config::Config;
 use super::context::{Ctx, section, unix_ms};
 use super::organizer::Organizer;
 use super::plan::{Plan, SeatPicker, seat_ids};
-use super::stats::{MeterSample, Partial, Stats};
+use super::stats::{MeterSample, Partial, SeatSample, Stats};
 use super::trust::Trust;
 use super::{buyer, progress};
 
@@ -96,6 +96,7 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
                 served: stats["queue"]["served"].as_u64().unwrap_or(0),
                 rate_bound: rate_bound(&stats, cap),
                 backpressure_share: stats["backpressure"]["share"].as_f64().unwrap_or(1.0),
+                seats: SeatSample::from_stats(&stats),
             });
         }
     }

@@ -140,6 +140,50 @@ pub struct MeterSample {
     /// Backpressure's share of the rate (1: none; 0: offers held).
     #[serde(default = "whole_share")]
     pub backpressure_share: f64,
+    /// What the chance of a seat is computed from, as the organizer saw it that second.
+    #[serde(default)]
+    pub seats: SeatSample,
+}
+
+/// The queue's and the seats' counts behind the chance of a seat, from one read of the
+/// organizer's stats: the report keeps them per second so the model can be replayed against
+/// where the seats really ran out.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SeatSample {
+    /// Offers claimed, offers lapsed, sessions not ended and offers open.
+    pub admitted: u64,
+    pub lapsed: u64,
+    pub active: u64,
+    pub open_offers: u64,
+    /// Seats by state.
+    pub available: u64,
+    pub held: u64,
+    pub paying: u64,
+    pub sold: u64,
+    /// Holds ended: sold, run out, abandoned after a failed payment.
+    pub holds_confirmed: u64,
+    pub holds_expired: u64,
+    pub holds_abandoned: u64,
+}
+
+impl SeatSample {
+    /// From the organizer's stats answer; a missing count reads as zero.
+    pub fn from_stats(stats: &serde_json::Value) -> Self {
+        let n = |section: &str, key: &str| stats[section][key].as_u64().unwrap_or(0);
+        SeatSample {
+            admitted: n("queue", "admitted_total"),
+            lapsed: n("queue", "lapsed_total"),
+            active: n("queue", "active"),
+            open_offers: n("queue", "offered"),
+            available: n("seats", "available"),
+            held: n("seats", "held"),
+            paying: n("seats", "paying"),
+            sold: n("seats", "sold"),
+            holds_confirmed: n("holds", "confirmed"),
+            holds_expired: n("holds", "expired"),
+            holds_abandoned: n("holds", "abandoned"),
+        }
+    }
 }
 
 fn whole_share() -> f64 {
@@ -466,5 +510,35 @@ impl Partial {
 
     pub fn get(&self, name: &str) -> u64 {
         self.counts.get(name).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seat_sample_reads_the_organizers_stats_and_zero_for_what_is_missing() {
+        // The organizer's stats as the gateway answers them at the end of a sale.
+        let stats = serde_json::json!({
+            "holds": {"abandoned": 109, "confirmed": 5000, "expired": 888},
+            "queue": {"active": 153, "admitted_total": 8493, "claiming": 0,
+                      "lapsed_total": 1417, "offered": 2, "served": 9910, "waiting": 328200},
+            "seats": {"available": 0, "held": 7, "paying": 3, "sold": 5000}
+        });
+        let s = SeatSample::from_stats(&stats);
+        assert_eq!(
+            (s.admitted, s.lapsed, s.active, s.open_offers),
+            (8493, 1417, 153, 2)
+        );
+        assert_eq!((s.available, s.held, s.paying, s.sold), (0, 7, 3, 5000));
+        assert_eq!(
+            (s.holds_confirmed, s.holds_expired, s.holds_abandoned),
+            (5000, 888, 109)
+        );
+        assert_eq!(
+            SeatSample::from_stats(&serde_json::json!({})),
+            SeatSample::default()
+        );
     }
 }
