@@ -13,7 +13,7 @@ use super::config::Config;
 use super::context::{Ctx, section, unix_ms};
 use super::organizer::Organizer;
 use super::plan::{Plan, SeatPicker, seat_ids};
-use super::stats::{MeterSample, Partial, SeatSample, Stats};
+use super::stats::{MeterSample, Partial, Stats};
 use super::trust::Trust;
 use super::{buyer, progress};
 
@@ -79,7 +79,8 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
 
 /// Polls the organizer stats once a second; sets the sold-out flag when no seat is available,
 /// held or paying (none can come back). With `max_active`, also records whether only the rate
-/// held offers back that second, and how many offers the meter had made.
+/// held offers back that second, how many offers the meter had made and the counts behind the
+/// chance of a seat.
 async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<u64>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
@@ -91,29 +92,10 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
             ctx.sold_out.store(true, Ordering::Relaxed);
         }
         if let Some(cap) = max_active {
-            ctx.stats.meter_sample(MeterSample {
-                at_ms: ctx.now_ms(),
-                served: stats["queue"]["served"].as_u64().unwrap_or(0),
-                rate_bound: rate_bound(&stats, cap),
-                backpressure_share: stats["backpressure"]["share"].as_f64().unwrap_or(1.0),
-                seats: SeatSample::from_stats(&stats),
-            });
+            ctx.stats
+                .meter_sample(MeterSample::from_stats(ctx.now_ms(), &stats, cap));
         }
     }
-}
-
-/// Buyers are waiting, the cap has room, seats are left and backpressure is off: offers can
-/// only be held back by the rate set. The cap's places in use are counted as the meter counts
-/// them: open offers, sessions, and claims in flight or just settled.
-fn rate_bound(stats: &serde_json::Value, cap: u64) -> bool {
-    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    let queue = &stats["queue"];
-    let in_use = n(&queue["offered"]) + n(&queue["active"]) + n(&queue["claiming"]);
-    let share = stats["backpressure"]["share"].as_f64().unwrap_or(1.0);
-    n(&queue["waiting"]) > 0
-        && in_use < cap.saturating_sub(cap / 10)
-        && n(&stats["seats"]["available"]) > 0
-        && share >= 0.999
 }
 
 fn own_cpu_s() -> f64 {

@@ -166,10 +166,38 @@ pub struct SeatSample {
     pub holds_abandoned: u64,
 }
 
+/// One count of the organizer's stats answer; a missing count reads as zero.
+fn stat(stats: &serde_json::Value, section: &str, key: &str) -> u64 {
+    stats[section][key].as_u64().unwrap_or(0)
+}
+
+impl MeterSample {
+    /// One read of the organizer's stats, `at_ms` into the run, under a cap of `cap` sessions.
+    /// It was bound by the rate alone when buyers were waiting, the cap had room (its places in
+    /// use counted as the meter counts them: open offers, sessions, and claims in flight or
+    /// just settled), seats were left and backpressure was off.
+    pub fn from_stats(at_ms: u64, stats: &serde_json::Value, cap: u64) -> Self {
+        let n = |key: &str| stat(stats, "queue", key);
+        let seats = SeatSample::from_stats(stats);
+        let backpressure_share = stats["backpressure"]["share"].as_f64().unwrap_or(1.0);
+        let in_use = seats.open_offers + seats.active + n("claiming");
+        MeterSample {
+            at_ms,
+            served: n("served"),
+            rate_bound: n("waiting") > 0
+                && in_use < cap.saturating_sub(cap / 10)
+                && seats.available > 0
+                && backpressure_share >= 0.999,
+            backpressure_share,
+            seats,
+        }
+    }
+}
+
 impl SeatSample {
     /// From the organizer's stats answer; a missing count reads as zero.
     pub fn from_stats(stats: &serde_json::Value) -> Self {
-        let n = |section: &str, key: &str| stats[section][key].as_u64().unwrap_or(0);
+        let n = |section: &str, key: &str| stat(stats, section, key);
         SeatSample {
             admitted: n("queue", "admitted_total"),
             lapsed: n("queue", "lapsed_total"),
@@ -540,5 +568,29 @@ mod tests {
             SeatSample::from_stats(&serde_json::json!({})),
             SeatSample::default()
         );
+    }
+
+    #[test]
+    fn a_second_is_rate_bound_only_with_buyers_waiting_room_under_the_cap_seats_and_no_backpressure()
+     {
+        let stats = |waiting: u64, in_use: u64, available: u64, share: f64| {
+            serde_json::json!({
+                "backpressure": {"share": share},
+                "queue": {"active": in_use / 2, "offered": in_use - in_use / 2 - 1,
+                          "claiming": 1, "served": 4_000, "waiting": waiting},
+                "seats": {"available": available}
+            })
+        };
+        let sample = MeterSample::from_stats(1_500, &stats(10, 100, 5, 1.0), 1_000);
+        assert!(sample.rate_bound);
+        assert_eq!((sample.at_ms, sample.served), (1_500, 4_000));
+        assert_eq!(sample.seats.available, 5);
+        // Nobody waiting, the cap within a tenth of full, no seat left, backpressure on.
+        assert!(!MeterSample::from_stats(0, &stats(0, 100, 5, 1.0), 1_000).rate_bound);
+        assert!(!MeterSample::from_stats(0, &stats(10, 900, 5, 1.0), 1_000).rate_bound);
+        assert!(!MeterSample::from_stats(0, &stats(10, 100, 0, 1.0), 1_000).rate_bound);
+        let slowed = MeterSample::from_stats(0, &stats(10, 100, 5, 0.5), 1_000);
+        assert!(!slowed.rate_bound);
+        assert_eq!(slowed.backpressure_share, 0.5);
     }
 }
