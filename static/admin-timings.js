@@ -35,7 +35,8 @@ function fill(stored) {
   values['tm-opens'] = stored.opens_at ? localValue(stored.opens_at) : '';
   for (const [id, value] of Object.entries(values)) {
     $(id).value = value;
-    shown[id] = value;
+    // As the field holds it: a time on the whole minute reads back without its seconds.
+    shown[id] = $(id).value;
   }
   if (stored.opens_at) opened(Date.parse(stored.opens_at) <= Date.now());
 }
