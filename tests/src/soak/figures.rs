@@ -513,6 +513,9 @@ impl RateKept {
 
 /// A gap longer than this between two reads is no measure of one second's pace.
 const MAX_SAMPLE_GAP_MS: u64 = 2_500;
+/// Nor is one shorter than this: reads answered late arrive together, and the meter's count
+/// moves a whole tick at a time, so a span of a tick or two measures the tick, not the pace.
+const MIN_SAMPLE_GAP_MS: u64 = 900;
 
 fn rate_kept(samples: &[MeterSample], seen_by_s: &BTreeMap<u64, u64>) -> RateKept {
     let mut kept = RateKept::default();
@@ -520,7 +523,7 @@ fn rate_kept(samples: &[MeterSample], seen_by_s: &BTreeMap<u64, u64>) -> RateKep
     for pair in samples.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let gap = b.at_ms.saturating_sub(a.at_ms);
-        if a.rate_bound && b.rate_bound && gap > 0 && gap <= MAX_SAMPLE_GAP_MS {
+        if a.rate_bound && b.rate_bound && (MIN_SAMPLE_GAP_MS..=MAX_SAMPLE_GAP_MS).contains(&gap) {
             kept.ms += gap;
             kept.made += b.served.saturating_sub(a.served);
             seconds.extend(a.at_ms / 1000..b.at_ms / 1000);
@@ -644,8 +647,8 @@ mod tests {
 
     #[test]
     fn the_rate_kept_is_the_meters_count_over_spans_bound_at_both_ends() {
-        // 45 offers a second while bound; a span that leaves the bound state, and one after a
-        // missed read, say nothing of the pace.
+        // 45 offers a second while bound; a span that leaves the bound state, one after a
+        // missed read, and one between two reads answered together say nothing of the pace.
         let samples = [
             sample(1_000, 0, true),
             sample(2_000, 45, true),
@@ -654,6 +657,7 @@ mod tests {
             sample(5_000, 101, true),
             sample(9_000, 281, true),
             sample(10_000, 326, true),
+            sample(10_060, 356, true),
         ];
         let seen = BTreeMap::from([(1, 10), (2, 30), (9, 50), (4, 99)]);
         let kept = rate_kept(&samples, &seen);
@@ -676,8 +680,8 @@ mod tests {
         };
         let minutes = timeline(&p);
         assert_eq!(minutes.len(), 2);
-        assert_eq!(minutes[0].offers_made, 326);
-        assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (6, 7));
+        assert_eq!(minutes[0].offers_made, 356);
+        assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (7, 8));
         assert_eq!(
             (
                 minutes[0].held_by_backpressure_s,
