@@ -513,8 +513,8 @@ impl RateKept {
 
 /// A gap longer than this between two reads is no measure of one second's pace.
 const MAX_SAMPLE_GAP_MS: u64 = 2_500;
-/// Nor is one shorter than this: reads answered late arrive together, and the meter's count
-/// moves a whole tick at a time, so a span of a tick or two measures the tick, not the pace.
+/// Nor is one shorter than this: the meter's count moves a whole tick at a time, so a span of a
+/// tick or two (a read answered late, then the next on time) measures the tick, not the pace.
 const MIN_SAMPLE_GAP_MS: u64 = 900;
 
 fn rate_kept(samples: &[MeterSample], seen_by_s: &BTreeMap<u64, u64>) -> RateKept {
@@ -553,8 +553,14 @@ fn timeline(p: &Partial) -> Vec<Minute> {
     for (second, n) in &p.offers_by_s {
         at(&mut minutes, second / 60).offers += n;
     }
+    // A second read twice (one answered late, the next on time) counts once.
+    let mut last_second = None;
     for sample in &p.meter_samples {
-        let m = at(&mut minutes, sample.at_ms / 60_000);
+        let second = sample.at_ms / 1000;
+        if last_second.replace(second) == Some(second) {
+            continue;
+        }
+        let m = at(&mut minutes, second / 60);
         m.sampled_s += 1;
         m.rate_bound_s += u64::from(sample.rate_bound);
         m.held_by_backpressure_s += u64::from(sample.backpressure_share <= 0.0);
@@ -648,7 +654,8 @@ mod tests {
     #[test]
     fn the_rate_kept_is_the_meters_count_over_spans_bound_at_both_ends() {
         // 45 offers a second while bound; a span that leaves the bound state, one after a
-        // missed read, and one between two reads answered together say nothing of the pace.
+        // missed read, and one between a read answered late and the next say nothing of the
+        // pace, and that second is sampled once.
         let samples = [
             sample(1_000, 0, true),
             sample(2_000, 45, true),
@@ -681,7 +688,7 @@ mod tests {
         let minutes = timeline(&p);
         assert_eq!(minutes.len(), 2);
         assert_eq!(minutes[0].offers_made, 356);
-        assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (7, 8));
+        assert_eq!((minutes[0].rate_bound_s, minutes[0].sampled_s), (6, 7));
         assert_eq!(
             (
                 minutes[0].held_by_backpressure_s,

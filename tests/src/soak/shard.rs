@@ -83,6 +83,9 @@ pub async fn run(config: &Config, worker: u32) -> anyhow::Result<Partial> {
 /// chance of a seat.
 async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<u64>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // A read slower than a second is followed by one read, not by a burst making up the
+    // seconds it missed: the stats are read from a server already behind.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tick.tick().await;
         let Ok((seats, stats)) = organizer.seats().await else {
