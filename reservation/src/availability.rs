@@ -1,31 +1,58 @@
-//! The per-event count of seat availability changes, which lets the stadium map ask for what
+//! The versions of an event's seat availability, which let the stadium map ask for what
 //! changed since the version it holds. Every transaction that moves seats between available
-//! and taken (as buyers see them) bumps its event's count once and stamps those seats with the
-//! new value (migration 0016). Paying, selling, extending or a declined card leave the count
-//! alone: the seat stays taken for buyers throughout.
+//! and taken (as buyers see them) stamps those seats; paying, selling, extending or a declined
+//! card leave the stamp alone: the seat stays taken for buyers throughout.
+//!
+//! PostgreSQL stamps with the transaction's id and reads a version as the oldest transaction
+//! still running, less one, so holds of one event never wait for each other's commits
+//! (migration 0019). SQLite has one writer at a time: there each event counts its changes.
 
 use crate::Error;
+use crate::dialect::Dialect;
 use crate::ids::EventId;
 use crate::store::{Store, Tx};
 
 impl Store {
-    /// Bumps the event's count and answers the new value, to stamp the seats this transaction
-    /// changes. Call it after the seat rows are locked: the count's row lock is then held to
-    /// the commit and never waited on by anyone who holds a seat lock another writer needs.
-    pub(crate) async fn bump_availability(&self, tx: &mut Tx, event: &str) -> Result<i64, Error> {
-        Ok(sqlx::query_scalar(
-            "update events set availability_version = availability_version + 1 \
-             where event_id = $1 returning availability_version",
-        )
-        .bind(event)
-        .fetch_one(&mut **tx)
-        .await?)
+    /// The stamp for the seats of `event` this transaction changes.
+    pub(crate) async fn availability_stamp(&self, tx: &mut Tx, event: &str) -> Result<i64, Error> {
+        let query = match self.dialect {
+            Dialect::Postgres => sqlx::query_scalar("select pg_current_xact_id()::text::bigint"),
+            Dialect::Sqlite => sqlx::query_scalar(
+                "update events set availability_version = availability_version + 1 \
+                 where event_id = $1 returning availability_version",
+            )
+            .bind(event),
+        };
+        Ok(query.fetch_one(&mut **tx).await?)
     }
 
-    /// The event's count now. Read it before the seats it describes: a change committed in
-    /// between is then seen twice (harmless) rather than never.
+    /// Readies one statement's `SEAT_STAMP` for the seats of several events: SQLite counts a
+    /// change for each event; on PostgreSQL the stamp is the transaction's id already.
+    pub(crate) async fn stamp_events(
+        &self,
+        tx: &mut Tx,
+        events: impl IntoIterator<Item = &str>,
+    ) -> Result<(), Error> {
+        if self.dialect == Dialect::Sqlite {
+            for event in events {
+                self.availability_stamp(tx, event).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A version every change at or below which is visible to reads that start after it. Read
+    /// it before the seats it describes: a change that commits in between is then sent twice
+    /// (harmless) rather than never.
     pub async fn availability_version(&self, event: &EventId) -> Result<i64, Error> {
-        sqlx::query_scalar("select availability_version from events where event_id = $1")
+        let sql = match self.dialect {
+            Dialect::Postgres => {
+                "select pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 \
+                 from events where event_id = $1"
+            }
+            Dialect::Sqlite => "select availability_version from events where event_id = $1",
+        };
+        sqlx::query_scalar(sql)
             .bind(event.as_str())
             .fetch_optional(&self.pool)
             .await?

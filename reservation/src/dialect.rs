@@ -36,6 +36,12 @@ const TOKENS: &[(&str, &str, &str)] = &[
     // SQLite writers are serialized by BEGIN IMMEDIATE, so row locks have no equivalent there.
     ("SKIP_LOCKED", "for update skip locked", ""),
     ("FOR_UPDATE", "for update", ""),
+    // A changed seat's availability stamp, in an update of `seats` (see `availability`).
+    (
+        "SEAT_STAMP",
+        "pg_current_xact_id()::text::bigint",
+        "(select e.availability_version from events e where e.event_id = seats.event_id)",
+    ),
 ];
 
 impl Dialect {

@@ -304,7 +304,7 @@ impl Store {
         let hold_id = ids::generate("h");
         let expires_at_ms = h.now_ms + h.ttl_ms;
         let max_expires_at_ms = h.now_ms + h.max_hold_ms;
-        let stamp = self.bump_availability(&mut tx, &h.event_id).await?;
+        let stamp = self.availability_stamp(&mut tx, &h.event_id).await?;
         let taken = sqlx::query(self.sql(
             "update seats set state = 'held', hold_id = $3, hold_expires_at = TS($4), \
              payment_attempt_id = null, version = version + 1, availability_version = $5 \

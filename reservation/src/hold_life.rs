@@ -227,7 +227,7 @@ impl Store {
         event: &str,
         hold: &str,
     ) -> Result<u64, Error> {
-        let stamp = self.bump_availability(tx, event).await?;
+        let stamp = self.availability_stamp(tx, event).await?;
         Ok(sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
              payment_attempt_id = null, version = version + 1, availability_version = $3 \
@@ -268,15 +268,12 @@ impl Store {
         .bind(&json)
         .fetch_all(&mut *tx)
         .await?;
-        // Every seat lock first, then each event's count in event order (see `availability`).
         let events: BTreeSet<String> = locked.into_iter().collect();
-        for event in &events {
-            self.bump_availability(&mut tx, event).await?;
-        }
+        self.stamp_events(&mut tx, events.iter().map(String::as_str))
+            .await?;
         let freed = sqlx::query(self.sql(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             version = version + 1, availability_version = \
-             (select e.availability_version from events e where e.event_id = seats.event_id) \
+             version = version + 1, availability_version = SEAT_STAMP \
              where hold_id IN_JSON($1)) and state = 'held' and hold_expires_at <= NOW",
         ))
         .bind(&json)

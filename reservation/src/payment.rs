@@ -468,7 +468,7 @@ impl Store {
             tx.commit().await?;
             return Ok(stored);
         };
-        let stamp = self.bump_availability(&mut tx, &h.event_id).await?;
+        let stamp = self.availability_stamp(&mut tx, &h.event_id).await?;
         sqlx::query(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
              payment_attempt_id = null, version = version + 1, availability_version = $3 \

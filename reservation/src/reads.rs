@@ -17,7 +17,8 @@ pub struct SeatView {
     pub number: i64,
     pub price_cents: i64,
     pub state: String,
-    /// The event's availability count when this seat last turned available or taken.
+    /// The stamp of the change that last turned this seat available or taken
+    /// (see `availability`).
     pub availability_version: i64,
 }
 
