@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rand::seq::SliceRandom;
-use reservation::testing::{fresh_postgres_with, fresh_sqlite, seeded_event, session};
+use reservation::testing::{
+    fresh_postgres, fresh_postgres_with, fresh_sqlite, seeded_event, session,
+};
 use reservation::{Error, EventId, SeatId, SeatView, Store, StoreOptions};
 
 fn seat(n: usize) -> SeatId {
@@ -211,14 +213,7 @@ async fn read_like_a_page(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_holds_keep_a_page_copy_exact_on_postgres() {
-    a_page_copy_stays_exact(
-        fresh_postgres_with(StoreOptions {
-            max_connections: 16,
-            ..StoreOptions::default()
-        })
-        .await,
-    )
-    .await;
+    a_page_copy_stays_exact(fresh_postgres().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
