@@ -13,30 +13,25 @@ use crate::ids::EventId;
 use crate::store::{Store, Tx};
 
 impl Store {
-    /// The stamp for the seats of `event` this transaction changes.
-    pub(crate) async fn availability_stamp(&self, tx: &mut Tx, event: &str) -> Result<i64, Error> {
-        let query = match self.dialect {
-            Dialect::Postgres => sqlx::query_scalar("select pg_current_xact_id()::text::bigint"),
-            Dialect::Sqlite => sqlx::query_scalar(
-                "update events set availability_version = availability_version + 1 \
-                 where event_id = $1 returning availability_version",
-            )
-            .bind(event),
-        };
-        Ok(query.fetch_one(&mut **tx).await?)
-    }
-
-    /// Readies one statement's `SEAT_STAMP` for the seats of several events: SQLite counts a
-    /// change for each event; on PostgreSQL the stamp is the transaction's id already.
-    pub(crate) async fn stamp_events(
+    /// Readies `SEAT_STAMP` for the seats of `events` this transaction changes next: SQLite
+    /// counts one change for each event; on PostgreSQL the stamp is the transaction's id and
+    /// needs no statement.
+    pub(crate) async fn stamp_events<'a>(
         &self,
         tx: &mut Tx,
-        events: impl IntoIterator<Item = &str>,
+        events: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), Error> {
-        if self.dialect == Dialect::Sqlite {
-            for event in events {
-                self.availability_stamp(tx, event).await?;
-            }
+        if self.dialect == Dialect::Postgres {
+            return Ok(());
+        }
+        for event in events {
+            sqlx::query(
+                "update events set availability_version = availability_version + 1 \
+                 where event_id = $1",
+            )
+            .bind(event)
+            .execute(&mut **tx)
+            .await?;
         }
         Ok(())
     }

@@ -36,7 +36,8 @@ const TOKENS: &[(&str, &str, &str)] = &[
     // SQLite writers are serialized by BEGIN IMMEDIATE, so row locks have no equivalent there.
     ("SKIP_LOCKED", "for update skip locked", ""),
     ("FOR_UPDATE", "for update", ""),
-    // A changed seat's availability stamp, in an update of `seats` (see `availability`).
+    // A changed seat's availability stamp, in an update of `seats` after `stamp_events`
+    // (see `availability`).
     (
         "SEAT_STAMP",
         "pg_current_xact_id()::text::bigint",

@@ -304,10 +304,10 @@ impl Store {
         let hold_id = ids::generate("h");
         let expires_at_ms = h.now_ms + h.ttl_ms;
         let max_expires_at_ms = h.now_ms + h.max_hold_ms;
-        let stamp = self.availability_stamp(&mut tx, &h.event_id).await?;
+        self.stamp_events(&mut tx, [h.event_id.as_str()]).await?;
         let taken = sqlx::query(self.sql(
             "update seats set state = 'held', hold_id = $3, hold_expires_at = TS($4), \
-             payment_attempt_id = null, version = version + 1, availability_version = $5 \
+             payment_attempt_id = null, version = version + 1, availability_version = SEAT_STAMP \
              where event_id = $1 and seat_id IN_JSON($2)) \
              and (state = 'available' or (state = 'held' and hold_expires_at <= NOW))",
         ))
@@ -315,7 +315,6 @@ impl Store {
         .bind(json)
         .bind(&hold_id)
         .bind(expires_at_ms)
-        .bind(stamp)
         .execute(&mut *tx)
         .await?;
         if taken.rows_affected() != sorted.len() as u64 {

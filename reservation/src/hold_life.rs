@@ -227,15 +227,14 @@ impl Store {
         event: &str,
         hold: &str,
     ) -> Result<u64, Error> {
-        let stamp = self.availability_stamp(tx, event).await?;
-        Ok(sqlx::query(
+        self.stamp_events(tx, [event]).await?;
+        Ok(sqlx::query(self.sql(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             payment_attempt_id = null, version = version + 1, availability_version = $3 \
+             payment_attempt_id = null, version = version + 1, availability_version = SEAT_STAMP \
              where event_id = $1 and hold_id = $2 and state in ('held', 'paying')",
-        )
+        ))
         .bind(event)
         .bind(hold)
-        .bind(stamp)
         .execute(&mut **tx)
         .await?
         .rows_affected())

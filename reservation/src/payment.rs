@@ -468,15 +468,14 @@ impl Store {
             tx.commit().await?;
             return Ok(stored);
         };
-        let stamp = self.availability_stamp(&mut tx, &h.event_id).await?;
-        sqlx::query(
+        self.stamp_events(&mut tx, [h.event_id.as_str()]).await?;
+        sqlx::query(self.sql(
             "update seats set state = 'available', hold_id = null, hold_expires_at = null, \
-             payment_attempt_id = null, version = version + 1, availability_version = $3 \
+             payment_attempt_id = null, version = version + 1, availability_version = SEAT_STAMP \
              where event_id = $1 and payment_attempt_id = $2 and state = 'paying'",
-        )
+        ))
         .bind(&h.event_id)
         .bind(a.attempt_id.as_str())
-        .bind(stamp)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
