@@ -9,14 +9,22 @@ use async_trait::async_trait;
 use admission::{
     AdmissionDb, Availability, Checkpoint, Control, DbError, IdentityRule, SessionRecord, TickLog,
 };
-use reservation::{EventId, QueueCheckpoint, SessionId, Store, TicketId};
+use reservation::{EndedHolds, EventId, QueueCheckpoint, SessionId, Store, TicketId};
+use tokio::time::{Duration, Instant};
 
 use crate::clock::at;
+
+/// How long the ended holds counted for an event are reused. They feed only the chance of a
+/// seat (how many held seats come back), which moves over many holds, while counting them
+/// passes over the sale's whole history and the meter asks ten times a second.
+const ENDED_HOLDS_FOR: Duration = Duration::from_secs(1);
 
 pub struct StoreAdmissionDb {
     pub store: Store,
     /// Each event's identity rule as last read, so its key is parsed only when it changes.
     identities: Mutex<HashMap<String, IdentityRule>>,
+    /// Each event's ended holds as last counted, and when.
+    ended_holds: Mutex<HashMap<String, (Instant, EndedHolds)>>,
 }
 
 impl StoreAdmissionDb {
@@ -24,7 +32,31 @@ impl StoreAdmissionDb {
         StoreAdmissionDb {
             store,
             identities: Mutex::default(),
+            ended_holds: Mutex::default(),
         }
+    }
+
+    /// The event's ended holds, counted again once the last count is `ENDED_HOLDS_FOR` old.
+    async fn ended_holds(&self, event: &EventId) -> Result<EndedHolds, DbError> {
+        let kept = {
+            let known = self
+                .ended_holds
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            known
+                .get(event.as_str())
+                .filter(|(at, _)| at.elapsed() < ENDED_HOLDS_FOR)
+                .map(|(_, ended)| *ended)
+        };
+        if let Some(ended) = kept {
+            return Ok(ended);
+        }
+        let ended = self.store.ended_holds(event).await.map_err(db_error)?;
+        self.ended_holds
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(event.as_str().to_owned(), (Instant::now(), ended));
+        Ok(ended)
     }
 
     /// The event's identity rule from the stored row, reusing the parsed key when unchanged.
@@ -235,18 +267,18 @@ impl AdmissionDb for StoreAdmissionDb {
     }
 
     async fn availability(&self, event: &str) -> Result<Availability, DbError> {
-        let a = self
-            .store
-            .seat_availability(&event_id(event)?)
-            .await
-            .map_err(db_error)?;
+        let event = event_id(event)?;
+        let (a, ended) = tokio::try_join!(
+            async { self.store.seat_availability(&event).await.map_err(db_error) },
+            self.ended_holds(&event),
+        )?;
         Ok(Availability {
             available: count(a.available),
             held_or_paying: count(a.held_or_paying),
             sold: count(a.sold),
             live_holds: count(a.live_holds),
-            holds_sold: count(a.holds_sold),
-            holds_returned: count(a.holds_returned),
+            holds_sold: count(ended.sold),
+            holds_returned: count(ended.returned),
         })
     }
 
@@ -266,5 +298,45 @@ impl AdmissionDb for StoreAdmissionDb {
         };
         tokio::try_join!(offers, joins).map_err(db_error)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+    use super::*;
+    use reservation::testing::{fresh_sqlite, seeded_event, session};
+
+    /// A hold taken and released: its seat comes back, and it ends among the returned.
+    async fn give_back(store: &Store, event: &EventId, seat: &str) {
+        let holder = session(store, event).await;
+        let hold = store.hold(&holder, &[seat.parse().unwrap()]).await.unwrap();
+        store.release(&holder, &hold.hold_id).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn seats_are_counted_every_tick_and_ended_holds_once_a_second() {
+        let store = fresh_sqlite().await;
+        let event = seeded_event(&store, 4, |_| {}).await;
+        let db = StoreAdmissionDb::new(store.clone());
+        give_back(&store, &event, "S00001").await;
+        let first = db.availability(event.as_str()).await.unwrap();
+        assert_eq!((first.available, first.holds_returned), (4, 1));
+
+        // A second hold: the seat it takes shows at once, its end not before a second.
+        let holder = session(&store, &event).await;
+        let hold = store
+            .hold(&holder, &["S00002".parse().unwrap()])
+            .await
+            .unwrap();
+        let held = db.availability(event.as_str()).await.unwrap();
+        assert_eq!((held.available, held.held_or_paying), (3, 1));
+        store.release(&holder, &hold.hold_id).await.unwrap();
+        let kept = db.availability(event.as_str()).await.unwrap();
+        assert_eq!((kept.available, kept.holds_returned), (4, 1));
+
+        tokio::time::sleep(ENDED_HOLDS_FOR + Duration::from_millis(50)).await;
+        let later = db.availability(event.as_str()).await.unwrap();
+        assert_eq!(later.holds_returned, 2);
     }
 }

@@ -385,14 +385,18 @@ pub struct SeatAvailability {
     pub sold: i64,
     /// Distinct live holds (held or paying): buyers who have taken their seats.
     pub live_holds: i64,
-    /// Holds that ended with a sale, and holds that ended giving their seats back (released,
-    /// expired, abandoned): how many held seats come back, as this sale's buyers behave.
-    pub holds_sold: i64,
-    pub holds_returned: i64,
+}
+
+/// Holds that ended with a sale, and holds that ended giving their seats back (released,
+/// expired, abandoned): how many held seats come back, as this sale's buyers behave.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct EndedHolds {
+    pub sold: i64,
+    pub returned: i64,
 }
 
 impl Store {
-    /// One pass over the event's seats and one over its ended holds (the meter asks every tick).
+    /// One pass over the event's seats (the meter asks every tick).
     pub async fn seat_availability(&self, event: &EventId) -> Result<SeatAvailability, Error> {
         Ok(sqlx::query_as::<_, SeatAvailability>(self.sql(
             "select \
@@ -402,15 +406,22 @@ impl Store {
                  then 1 else 0 end), 0) as held_or_paying, \
              coalesce(sum(case when state = 'sold' then 1 else 0 end), 0) as sold, \
              count(distinct case when (state = 'held' and hold_expires_at > NOW) or state = 'paying' \
-                 then hold_id end) as live_holds, \
-             coalesce(max(ended.sold), 0) as holds_sold, \
-             coalesce(max(ended.returned), 0) as holds_returned \
-             from seats cross join ( \
-                 select coalesce(sum(case when state = 'confirmed' then 1 else 0 end), 0) as sold, \
-                 coalesce(sum(case when state <> 'confirmed' then 1 else 0 end), 0) as returned \
-                 from holds where event_id = $1 \
-                 and state in ('confirmed', 'released', 'expired', 'abandoned')) ended \
-             where event_id = $1",
+                 then hold_id end) as live_holds \
+             from seats where event_id = $1",
+        ))
+        .bind(event.as_str())
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// One pass over the event's ended holds: it grows with the sale's history, so callers
+    /// that ask often keep the answer a while.
+    pub async fn ended_holds(&self, event: &EventId) -> Result<EndedHolds, Error> {
+        Ok(sqlx::query_as::<_, EndedHolds>(self.sql(
+            "select coalesce(sum(case when state = 'confirmed' then 1 else 0 end), 0) as sold, \
+             coalesce(sum(case when state <> 'confirmed' then 1 else 0 end), 0) as returned \
+             from holds where event_id = $1 \
+             and state in ('confirmed', 'released', 'expired', 'abandoned')",
         ))
         .bind(event.as_str())
         .fetch_one(&self.pool)

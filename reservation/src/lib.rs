@@ -80,7 +80,9 @@ pub mod webhook_intake;
 
 pub use access::{AccessPatch, EventAccess, IdentityKey, IdentityPatch};
 pub use admission_modes::{AdmissionMode, BackendDown, MESSAGE_CHARS, MessageLevel, QueueMessage};
-pub use admission_state::{AdmissionControl, AdmissionPatch, QueueCheckpoint, SeatAvailability};
+pub use admission_state::{
+    AdmissionControl, AdmissionPatch, EndedHolds, QueueCheckpoint, SeatAvailability,
+};
 pub use audit::{Actor, AuditEntry};
 pub use dialect::Dialect;
 pub use error::Error;
