@@ -187,7 +187,7 @@ impl Store {
         self.lock_seats(tx, &h.event_id, &h.seats).await
     }
 
-    async fn order_of_attempt(
+    pub(crate) async fn order_of_attempt(
         &self,
         tx: &mut Tx,
         attempt: &AttemptId,

@@ -293,3 +293,86 @@ async fn racing_duplicate_deliveries_act_once() {
     .expect("count");
     assert_eq!(recorded, 1);
 }
+
+/// Every sale hears the provider's word more than once (the worker's answer, each event and its
+/// redeliveries). Once the order exists, a later word is answered from it: it waits for no
+/// seat lock (another transaction holds the sold seat's row here), and only a capture is
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_word_on_a_sale_waits_for_no_seat_lock() {
+    let rig = Rig::new(Duration::from_secs(2)).await;
+    let ev = seeded_event(&rig.store, 2, |_| {}).await;
+    let (_hold, attempt, payment_id) = authorized_checkout(&rig, &ev, "S00001").await;
+    let secret = WEBHOOK_SECRET.as_bytes();
+    let deliver = |id: &'static str, kind: &'static str, status: &'static str| {
+        let body = event(id, kind, &payment_id, status, attempt.attempt_id.as_str());
+        let signature = sign(secret, now(), &body);
+        let store = rig.store.clone();
+        let provider = rig.provider.clone();
+        async move { intake_webhook(&store, &provider, secret, Some(&signature), &body).await }
+    };
+    let sold = deliver(
+        "evt_auth",
+        "payment_intent.amount_capturable_updated",
+        "requires_capture",
+    )
+    .await
+    .expect("applied");
+    assert!(
+        matches!(&sold, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
+        "{sold:?}"
+    );
+
+    // Another transaction holds the sold seat's row until told to let go.
+    let mut locker = rig.store.pool().begin().await.expect("begin");
+    sqlx::query("select seat_id from seats where event_id = $1 and seat_id = 'S00001' for update")
+        .bind(ev.as_str())
+        .fetch_all(&mut *locker)
+        .await
+        .expect("lock the seat");
+
+    // The same authorization told again under a new event id: answered from the order.
+    let again = tokio::time::timeout(
+        Duration::from_secs(10),
+        deliver(
+            "evt_auth_again",
+            "payment_intent.amount_capturable_updated",
+            "requires_capture",
+        ),
+    )
+    .await
+    .expect("answered while the seat is locked")
+    .expect("applied");
+    assert!(
+        matches!(&again, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
+        "{again:?}"
+    );
+    // The capture, once the provider has made it, is still recorded.
+    let made = rig.provider.capture(&payment_id).await;
+    assert!(matches!(made, Outcome::Captured { .. }), "{made:?}");
+    let captured = tokio::time::timeout(
+        Duration::from_secs(10),
+        deliver("evt_captured", "payment_intent.succeeded", "succeeded"),
+    )
+    .await
+    .expect("answered while the seat is locked")
+    .expect("applied");
+    assert!(
+        matches!(&captured, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
+        "{captured:?}"
+    );
+    locker.rollback().await.expect("let go");
+    let a = rig
+        .store
+        .get_attempt(&attempt.attempt_id)
+        .await
+        .expect("read");
+    assert_eq!(a.state, AttemptState::Captured);
+    let (orders, paid): (i64, String) =
+        sqlx::query_as("select count(*), max(payment_status) from orders where attempt_id = $1")
+            .bind(attempt.attempt_id.as_str())
+            .fetch_one(rig.store.pool())
+            .await
+            .expect("orders");
+    assert_eq!((orders, paid.as_str()), (1, "captured"));
+}

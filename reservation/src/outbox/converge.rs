@@ -86,6 +86,16 @@ impl Store {
         match outcome {
             Outcome::Authorized { payment_id } | Outcome::Captured { payment_id } => {
                 let captured = matches!(outcome, Outcome::Captured { .. });
+                // A sale already made: finalize would answer with its order whatever the seats
+                // say now, so nothing is locked and only a capture is left to record. Every
+                // order hears the provider's word more than once (the worker's answer, the
+                // provider's events and their redeliveries, the reconciler).
+                if self.order_of_attempt(tx, attempt).await?.is_some() {
+                    if captured {
+                        self.record_captured(tx, attempt, payment_id).await?;
+                    }
+                    return Ok(Converged::Confirmed);
+                }
                 // Seats before the attempt row, the order every saga step locks in.
                 self.lock_attempt_seats(tx, attempt).await?;
                 self.record_authorized(tx, attempt, payment_id).await?;
