@@ -304,24 +304,29 @@ async fn a_later_word_on_a_sale_waits_for_no_seat_lock() {
     let ev = seeded_event(&rig.store, 2, |_| {}).await;
     let (_hold, attempt, payment_id) = authorized_checkout(&rig, &ev, "S00001").await;
     let secret = WEBHOOK_SECRET.as_bytes();
+    // Every word here is answered within the bound, confirmed: the first sells, the later ones
+    // come while another transaction holds the sold seat's row.
     let deliver = |id: &'static str, kind: &'static str, status: &'static str| {
         let body = event(id, kind, &payment_id, status, attempt.attempt_id.as_str());
         let signature = sign(secret, now(), &body);
         let store = rig.store.clone();
         let provider = rig.provider.clone();
-        async move { intake_webhook(&store, &provider, secret, Some(&signature), &body).await }
+        async move {
+            let ack = tokio::time::timeout(
+                Duration::from_secs(10),
+                intake_webhook(&store, &provider, secret, Some(&signature), &body),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{id} answered within the bound"))
+            .expect("applied");
+            assert!(
+                matches!(&ack, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
+                "{id}: {ack:?}"
+            );
+        }
     };
-    let sold = deliver(
-        "evt_auth",
-        "payment_intent.amount_capturable_updated",
-        "requires_capture",
-    )
-    .await
-    .expect("applied");
-    assert!(
-        matches!(&sold, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
-        "{sold:?}"
-    );
+    let authorized = "payment_intent.amount_capturable_updated";
+    deliver("evt_auth", authorized, "requires_capture").await;
 
     // Another transaction holds the sold seat's row until told to let go.
     let mut locker = rig.store.pool().begin().await.expect("begin");
@@ -332,35 +337,11 @@ async fn a_later_word_on_a_sale_waits_for_no_seat_lock() {
         .expect("lock the seat");
 
     // The same authorization told again under a new event id: answered from the order.
-    let again = tokio::time::timeout(
-        Duration::from_secs(10),
-        deliver(
-            "evt_auth_again",
-            "payment_intent.amount_capturable_updated",
-            "requires_capture",
-        ),
-    )
-    .await
-    .expect("answered while the seat is locked")
-    .expect("applied");
-    assert!(
-        matches!(&again, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
-        "{again:?}"
-    );
+    deliver("evt_auth_again", authorized, "requires_capture").await;
     // The capture, once the provider has made it, is still recorded.
     let made = rig.provider.capture(&payment_id).await;
     assert!(matches!(made, Outcome::Captured { .. }), "{made:?}");
-    let captured = tokio::time::timeout(
-        Duration::from_secs(10),
-        deliver("evt_captured", "payment_intent.succeeded", "succeeded"),
-    )
-    .await
-    .expect("answered while the seat is locked")
-    .expect("applied");
-    assert!(
-        matches!(&captured, WebhookAck::Applied { outcome, .. } if outcome == "confirmed"),
-        "{captured:?}"
-    );
+    deliver("evt_captured", "payment_intent.succeeded", "succeeded").await;
     locker.rollback().await.expect("let go");
     let a = rig
         .store
