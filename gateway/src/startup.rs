@@ -18,7 +18,7 @@ use crate::admission_db::StoreAdmissionDb;
 use crate::config::Config;
 use crate::payment_mode::{self, PaymentMode};
 use crate::seat_cache::SeatCache;
-use crate::state::{AppState, Settings};
+use crate::state::{AppState, Settings, Shared};
 use crate::supervisor::Supervisor;
 use crate::tls_roots::{self, ExtraRoots};
 use crate::{demo, secrets};
@@ -77,7 +77,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         // Subscribing registers the event with this instance's meter, so it ticks from the start.
         drop(admission.subscribe(demo::DEMO_EVENT));
     }
-    Ok(AppState {
+    Ok(AppState::new(Shared {
         store,
         admission,
         provider,
@@ -100,7 +100,7 @@ pub async fn build(config: &Config, shutdown: CancellationToken) -> anyhow::Resu
         exports: Arc::new(tokio::sync::Semaphore::new(
             crate::csv_stream::EXPORTS_AT_ONCE,
         )),
-    })
+    }))
 }
 
 /// Starts the loops every instance runs, supervised (restarted when one ends or panics, and

@@ -13,8 +13,27 @@ use crate::overload::Guard;
 use crate::seat_cache::SeatCache;
 use crate::socket_feed::SocketFeeds;
 
+/// What every handler is handed: one shared pointer to the state. Every request takes a copy
+/// (axum's `State`), so a copy is one reference count, not one per part of the state.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of the state, built once at start.
+pub struct Shared {
     /// The reservation core: the only authority on who owns a seat.
     pub store: Store,
     /// The waiting room: tokens, queue positions, offers.
