@@ -15,9 +15,12 @@
 //!   the sessions finished or holding seats (the high end: sessions still choosing are left
 //!   out) and over every session claimed (the low end: they are counted as taking nothing).
 //!   Sessions that end quickly are mostly sales, and those that run out of time looking for a
-//!   seat end last, so early in a sale the finished ones alone overstate `b`: the model takes
-//!   the middle, and the half-distance between the ends as a uniform uncertainty of `b`
-//!   (variance `h² ÷ 3`). It narrows as the choosing sessions finish;
+//!   seat end last, so early in a sale the few finished ones overstate `b`. The model goes
+//!   from the low end toward the high one by the finished sessions' share of those counted
+//!   (`F ÷ (F + choosing)`): while most sessions still choose, nearer the low end; once most
+//!   have finished, near their rate, which by then is the sale's. The half-distance
+//!   between the ends is a uniform uncertainty of `b` (variance `h² ÷ 3`). It narrows as the
+//!   choosing sessions finish;
 //! - `ρ` (return share) = holds that gave their seats back (released, expired, abandoned after
 //!   a failed payment) ÷ holds ended, drawn toward a prior of 5 % by `PRIOR_WEIGHT` pseudo-holds.
 //!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
@@ -36,7 +39,10 @@
 //! the bound `q(L − q)` for seats in `[0, L]`), `var(q̂) = σ² ÷ (offers answered + prior) +
 //! c²·h² ÷ 3` the uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers
 //! drifts), and `base_var` the returns' own spread, the choosing sessions' share of `b`'s
-//! uncertainty and a half seat of rounding. One `b` moves both `R` and every offer's take, so
+//! uncertainty, a half seat of rounding and the race for the last seats: they go to the
+//! sessions choosing when the seats run out in the order their buyers pick, not the order of
+//! their places, so a place near the end is reached or not as if placed anywhere among the
+//! `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). One `b` moves both `R` and every offer's take, so
 //! the published `σ²` also carries their cross term `2c·choosing·h² ÷ 3`. The page computes
 //! the same from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26
 //! approximation (error below 1.5e-7), written the same way in `static/queue-snapshot.js`.
@@ -119,7 +125,9 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let choosing = c.active.saturating_sub(c.live_holds) as f64;
     let high = taken / (finished as f64 + PRIOR_WEIGHT);
     let low = taken / (finished as f64 + choosing + PRIOR_WEIGHT);
-    let per_buyer = (high + low) / 2.0;
+    // The finished sessions speak for the choosing ones as far as they are most sessions.
+    let settled = (finished as f64 + PRIOR_WEIGHT) / (finished as f64 + choosing + PRIOR_WEIGHT);
+    let per_buyer = low + (high - low) * settled;
     let per_buyer_var = ((high - low) / 2.0).powi(2) / 3.0;
     let (answered, claimed) = match c.run_their_course {
         Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
@@ -137,6 +145,10 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let seats_for_queue = c.seats_left as f64 + returns * c.held as f64
         - per_buyer * choosing
         - q * c.open_offers as f64;
+    // The last seats go to the sessions choosing when they run out, in the order their buyers
+    // pick, not the order of their places: where a place falls among them is uniform over the
+    // sessions still choosing and the offers on their way to choose.
+    let window = choosing + c.open_offers as f64;
     let known = answered >= EVIDENCE
         && finished >= EVIDENCE
         && c.opened_for_ms >= u64::from(c.offer_s) * 1_000;
@@ -161,7 +173,9 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
             7,
         ),
         base_var: round(
-            0.25 + c.held as f64 * returns * (1.0 - returns) + choosing.powi(2) * per_buyer_var,
+            0.25 + c.held as f64 * returns * (1.0 - returns)
+                + choosing.powi(2) * per_buyer_var
+                + (q * window).powi(2) / 12.0,
             3,
         ),
         known,
@@ -327,8 +341,9 @@ mod tests {
     #[test]
     fn sessions_still_choosing_put_seats_per_buyer_between_two_ends_and_widen_the_chance() {
         // 2,000 sessions finished with a seat each and 1,000 still choosing, with 2,000 seats
-        // left. Counted as taking nothing they put `b` at 2⁄3, left out at 1: the model takes
-        // the middle and is unsure between the two.
+        // left. Counted as taking nothing they put `b` at 2⁄3, left out at 1: the finished are
+        // two thirds of the sessions, so the model goes two thirds of the way from the low end
+        // to the high one, and is unsure between the two.
         let counts = |choosing: u64| SeatCounts {
             active: choosing,
             claimed: 2_000 + choosing,
@@ -337,7 +352,7 @@ mod tests {
         let (none_choosing, settled) = model(&counts(0));
         let (per_buyer, m) = model(&counts(1_000));
         assert!((none_choosing - 1.0).abs() < 0.01, "{none_choosing}");
-        assert!((per_buyer - 5.0 / 6.0).abs() < 0.01, "{per_buyer}");
+        assert!((per_buyer - 8.0 / 9.0).abs() < 0.01, "{per_buyer}");
         assert!(
             m.estimate_var > 10.0 * settled.estimate_var,
             "{m:?} {settled:?}"
@@ -357,6 +372,50 @@ mod tests {
         let (per_buyer, after) = model(&finished);
         assert!((per_buyer - 1.0).abs() < 0.01, "{per_buyer}");
         assert!(after.estimate_var < 2.0 * settled.estimate_var, "{after:?}");
+    }
+
+    #[test]
+    fn the_more_sessions_have_finished_the_more_their_rate_is_the_rate() {
+        // Half of the finished sessions took a seat; the choosing ones, counted as taking
+        // nothing, would put `b` at a third. With few finished the model stays near that low
+        // end; with most finished it is near their half.
+        let counts = |finished: u64, choosing: u64| SeatCounts {
+            active: choosing,
+            claimed: finished + choosing,
+            sold: finished / 2,
+            ..sale(10_000)
+        };
+        let (early, _) = model(&counts(500, 1_000));
+        let (late, _) = model(&counts(20_000, 1_000));
+        let low = 250.0 / 1_500.0;
+        assert!(early > low && early < 0.3, "{early}");
+        assert!(late > 0.49 && late < 0.51, "{late}");
+    }
+
+    #[test]
+    fn the_race_for_the_last_seats_widens_the_chance_with_the_sessions_choosing_at_once() {
+        // The same seats left for the same line, with 50 or 1,000 sessions choosing (and as
+        // many more seats, so both have the same seats for the queue): the last seats go to
+        // whichever choosing session picks first, so near the end the chance falls over more
+        // places with more of them, around the same middle.
+        let counts = |choosing: u64| SeatCounts {
+            active: choosing,
+            claimed: 100_000 + choosing,
+            sold: 100_000,
+            ..sale(1_000 + choosing)
+        };
+        let (_, few) = model(&counts(50));
+        let (_, many) = model(&counts(1_000));
+        assert!(
+            (few.seats_for_queue - many.seats_for_queue).abs() < 5.0,
+            "{few:?} {many:?}"
+        );
+        let place_at = |m: &SeatModel, chance: f64| (0..20_000).find(|&p| m.chance(p) < chance);
+        let span = |m: &SeatModel| place_at(m, 0.1).zip(place_at(m, 0.9)).map(|(a, b)| a - b);
+        assert!(span(&many) > Some(500), "{:?}", span(&many));
+        assert!(span(&few) < Some(200), "{:?}", span(&few));
+        let middle = |m: &SeatModel| place_at(m, 0.5).unwrap_or(0) as f64;
+        assert!((middle(&few) - middle(&many)).abs() < 30.0);
     }
 
     #[test]
