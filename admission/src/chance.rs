@@ -16,11 +16,12 @@
 //!   out) and over every session claimed (the low end: they are counted as taking nothing).
 //!   Sessions that end quickly are mostly sales, and those that run out of time looking for a
 //!   seat end last, so early in a sale the few finished ones overstate `b`. The model goes
-//!   from the low end toward the high one by the finished sessions' share of those counted
-//!   (`F ÷ (F + choosing)`): while most sessions still choose, nearer the low end; once most
-//!   have finished, near their rate, which by then is the sale's. The half-distance
-//!   between the ends is a uniform uncertainty of `b` (variance `h² ÷ 3`). It narrows as the
-//!   choosing sessions finish;
+//!   from the low end toward the high one by the finished sessions' share of those counted,
+//!   `F ÷ (F + choosing)` with `F` the sessions finished or holding plus the `PRIOR_WEIGHT`
+//!   pseudo-buyers (the same as low ÷ high): while most sessions still choose, nearer the low
+//!   end; once most have finished, near their rate, which by then is the sale's. How far the
+//!   ends are apart is the uncertainty of `b`: `h`, their half-distance, as a uniform spread
+//!   either side of it (variance `h² ÷ 3`). It narrows as the choosing sessions finish;
 //! - `ρ` (return share) = holds that gave their seats back (released, expired, abandoned after
 //!   a failed payment) ÷ holds ended, drawn toward a prior of 5 % by `PRIOR_WEIGHT` pseudo-holds.
 //!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
@@ -42,10 +43,11 @@
 //! uncertainty, a half seat of rounding and the race for the last seats: they go to the
 //! sessions choosing when the seats run out in the order their buyers pick, not the order of
 //! their places, so a place near the end is reached or not as if placed anywhere among the
-//! `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). One `b` moves both `R` and every offer's take, so
-//! the published `σ²` also carries their cross term `2c·choosing·h² ÷ 3`. The page computes
-//! the same from the published [`SeatModel`]; `Φ` is the Abramowitz–Stegun 7.1.26
-//! approximation (error below 1.5e-7), written the same way in `static/queue-snapshot.js`.
+//! `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). One `b` moves both `R` and
+//! every offer's take, so the published `σ²` also carries their cross term
+//! `2c·choosing·h² ÷ 3`. The page computes the same from the published [`SeatModel`]; `Φ` is
+//! the Abramowitz–Stegun 7.1.26 approximation (error below 1.5e-7), written the same way in
+//! `static/queue-snapshot.js`.
 //!
 //! Before the sale has shown how buyers behave the model is its priors alone, and every buyer
 //! near the edge shares the same guess: stated as a number it would be wrong for all of them at
@@ -125,7 +127,7 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let choosing = c.active.saturating_sub(c.live_holds) as f64;
     let high = taken / (finished as f64 + PRIOR_WEIGHT);
     let low = taken / (finished as f64 + choosing + PRIOR_WEIGHT);
-    // The finished sessions speak for the choosing ones as far as they are most sessions.
+    // The finished sessions speak for the choosing ones in proportion to their share.
     let settled = (finished as f64 + PRIOR_WEIGHT) / (finished as f64 + choosing + PRIOR_WEIGHT);
     let per_buyer = low + (high - low) * settled;
     let per_buyer_var = ((high - low) / 2.0).powi(2) / 3.0;
@@ -377,8 +379,8 @@ mod tests {
     #[test]
     fn the_more_sessions_have_finished_the_more_their_rate_is_the_rate() {
         // Half of the finished sessions took a seat; the choosing ones, counted as taking
-        // nothing, would put `b` at a third. With few finished the model stays near that low
-        // end; with most finished it is near their half.
+        // nothing, put the low end at a sixth while they are twice the finished. With few
+        // finished the model stays near that low end; with most finished it is near their half.
         let counts = |finished: u64, choosing: u64| SeatCounts {
             active: choosing,
             claimed: finished + choosing,
