@@ -112,7 +112,9 @@ export function seatChance(snap, position) {
   if (position < (Number(m.sure_places) || 0)) return 1;
   if (!m.known) return null;
   const mean = m.seats_for_queue - position * m.per_place - 0.5;
-  const variance = m.base_var + position * m.per_place_var + position * position * m.estimate_var;
+  // The race for the last seats counts only where seats are expected to be left (chance.rs).
+  const race = mean >= 0 ? Number(m.race_var) || 0 : 0;
+  const variance = m.base_var + race + position * m.per_place_var + position * position * m.estimate_var;
   return Math.round(normalCdf(mean / Math.sqrt(Math.max(variance, 1e-9))) * 100) / 100;
 }
 

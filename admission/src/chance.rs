@@ -33,17 +33,20 @@
 //! normal approximation of their sum
 //!
 //! ```text
-//! chance(p) = Φ((R − p·q − ½) / √(base_var + p·σ² + p²·(var(q̂) + (m·q)²)))
+//! chance(p) = Φ((R − p·q − ½) / √(base_var + race + p·σ² + p²·(var(q̂) + (m·q)²)))
 //! ```
 //!
 //! with `σ²` the variance of one offer's seats (`q(1 − q)` for one seat per buyer, else half
 //! the bound `q(L − q)` for seats in `[0, L]`), `var(q̂) = σ² ÷ (offers answered + prior) +
 //! c²·h² ÷ 3` the uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers
 //! drifts), and `base_var` the returns' own spread, the choosing sessions' share of `b`'s
-//! uncertainty, a half seat of rounding and the race for the last seats: they go to the
-//! sessions choosing when the seats run out in the order their buyers pick, not the order of
-//! their places, so a place near the end is reached or not as if placed anywhere among the
-//! `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). One `b` moves both `R` and
+//! uncertainty and a half seat of rounding. `race` is the race for the last seats: they go to
+//! the sessions choosing when the seats run out in the order their buyers pick, not the order
+//! of their places, so a place before the end is reached or not as if placed anywhere among
+//! the `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). It counts only where
+//! seats are expected to be left for the place (`R − p·q − ½ ≥ 0`): a place past the end is
+//! let in once every seat is taken, with nothing left to race for, and only a seat given back
+//! reaches it (the returns' spread). One `b` moves both `R` and
 //! every offer's take, so the published `σ²` also carries their cross term
 //! `2c·choosing·h² ÷ 3`. The page computes the same from the published [`SeatModel`]; `Φ` is
 //! the Abramowitz–Stegun 7.1.26 approximation (error below 1.5e-7), written the same way in
@@ -108,6 +111,9 @@ pub struct SeatModel {
     /// `var(q̂) + (m·q)²`: the uncertainty of `q` itself, grows with the square of the place.
     pub estimate_var: f64,
     pub base_var: f64,
+    /// The race for the last seats, counted before the end only (module docs).
+    #[serde(default)]
+    pub race_var: f64,
     /// Whether the counts behind the model outweigh its priors (module docs).
     pub known: bool,
     /// Places covered even if every session, offer and buyer ahead took the most allowed.
@@ -175,11 +181,10 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
             7,
         ),
         base_var: round(
-            0.25 + c.held as f64 * returns * (1.0 - returns)
-                + choosing.powi(2) * per_buyer_var
-                + (q * window).powi(2) / 12.0,
+            0.25 + c.held as f64 * returns * (1.0 - returns) + choosing.powi(2) * per_buyer_var,
             3,
         ),
+        race_var: round((q * window).powi(2) / 12.0, 3),
         known,
         sure_places,
     };
@@ -201,7 +206,8 @@ impl SeatModel {
     pub fn chance(&self, position: u64) -> f64 {
         let p = position as f64;
         let mean = self.seats_for_queue - p * self.per_place - 0.5;
-        let var = self.base_var + p * self.per_place_var + p * p * self.estimate_var;
+        let race = if mean >= 0.0 { self.race_var } else { 0.0 };
+        let var = self.base_var + race + p * self.per_place_var + p * p * self.estimate_var;
         round(normal_cdf(mean / var.max(1e-9).sqrt()), 2)
     }
 }
@@ -395,11 +401,11 @@ mod tests {
     }
 
     #[test]
-    fn the_race_for_the_last_seats_widens_the_chance_with_the_sessions_choosing_at_once() {
+    fn the_race_for_the_last_seats_widens_the_chance_before_the_end_with_those_choosing() {
         // The same seats left for the same line, with 50 or 1,000 sessions choosing (and as
         // many more seats, so both have the same seats for the queue): the last seats go to
-        // whichever choosing session picks first, so near the end the chance falls over more
-        // places with more of them, around the same middle.
+        // whichever choosing session picks first, so before the end the chance falls over more
+        // places with more of them; past it nothing is left to race for, and the middle stays.
         let counts = |choosing: u64| SeatCounts {
             active: choosing,
             claimed: 100_000 + choosing,
@@ -412,12 +418,24 @@ mod tests {
             (few.seats_for_queue - many.seats_for_queue).abs() < 5.0,
             "{few:?} {many:?}"
         );
-        let place_at = |m: &SeatModel, chance: f64| (0..20_000).find(|&p| m.chance(p) < chance);
-        let span = |m: &SeatModel| place_at(m, 0.1).zip(place_at(m, 0.9)).map(|(a, b)| a - b);
-        assert!(span(&many) > Some(500), "{:?}", span(&many));
-        assert!(span(&few) < Some(200), "{:?}", span(&few));
-        let middle = |m: &SeatModel| place_at(m, 0.5).unwrap_or(0) as f64;
-        assert!((middle(&few) - middle(&many)).abs() < 30.0);
+        let place_at = |m: &SeatModel, chance: f64| {
+            (0..20_000u64).find(|&p| m.chance(p) < chance).unwrap_or(0) as f64
+        };
+        assert!(
+            place_at(&many, 0.9) < place_at(&few, 0.9) - 250.0,
+            "{} {}",
+            place_at(&many, 0.9),
+            place_at(&few, 0.9)
+        );
+        assert!((place_at(&many, 0.1) - place_at(&few, 0.1)).abs() < 30.0);
+        assert!((place_at(&many, 0.5) - place_at(&few, 0.5)).abs() < 30.0);
+        // Falling all the way, with no step where the race stops counting.
+        let mut last = 1.0;
+        for p in 0..2_000 {
+            let c = many.chance(p);
+            assert!(c <= last && last - c < 0.03, "{last} then {c} at {p}");
+            last = c;
+        }
     }
 
     #[test]

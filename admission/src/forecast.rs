@@ -83,6 +83,7 @@ mod tests {
             per_place_var: 0.1,
             estimate_var: 0.0001,
             base_var: 0.25,
+            race_var: 0.0,
             known: true,
             sure_places: 0,
         }
