@@ -40,14 +40,16 @@
 //! the bound `q(L − q)` for seats in `[0, L]`), `var(q̂) = σ² ÷ (offers answered + prior) +
 //! c²·h² ÷ 3` the uncertainty of the estimate itself, `m` = 3% model error (the mix of buyers
 //! drifts), and `base_var` the returns' own spread, the choosing sessions' share of `b`'s
-//! uncertainty and a half seat of rounding. `race` is the race for the last seats: they go to
-//! the sessions choosing when the seats run out in the order their buyers pick, not the order
-//! of their places, so a place before the end is reached or not as if placed anywhere among
-//! the `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`). It counts only where
-//! seats are expected to be left for the place (`R − p·q − ½ ≥ 0`): a place past the end is
-//! let in once every seat is taken, with nothing left to race for, and only a seat given back
-//! reaches it (the returns' spread). One `b` moves both `R` and
-//! every offer's take, so the published `σ²` also carries their cross term
+//! uncertainty and a half seat of rounding. `race` (published as `race_var`) is the race for
+//! the last seats: they go to the sessions choosing when the seats run out in the order their
+//! buyers pick, not the order of their places, so a place before the end is reached or not as
+//! if placed anywhere among the `W` sessions choosing and offers on their way (`(q·W)² ÷ 12`).
+//! It counts only where seats are expected to be left for the place (`R − p·q − ½ ≥ 0`): a
+//! place past the end is let in once every seat is taken, with nothing left to race for, and
+//! mostly only a seat given back reaches it. So the chances no longer add up to the seats for
+//! the line (the race takes from the places before the end and gives to none past it): places
+//! past the end reached a seat less often than a race on both sides said. One `b` moves both
+//! `R` and every offer's take, so the published `σ²` also carries their cross term
 //! `2c·choosing·h² ÷ 3`. The page computes the same from the published [`SeatModel`]; `Φ` is
 //! the Abramowitz–Stegun 7.1.26 approximation (error below 1.5e-7), written the same way in
 //! `static/queue-snapshot.js`.

@@ -83,7 +83,8 @@ mod tests {
             per_place_var: 0.1,
             estimate_var: 0.0001,
             base_var: 0.25,
-            race_var: 0.0,
+            // The race widens the chance before the end and moves no place's even chance.
+            race_var: 100.0,
             known: true,
             sure_places: 0,
         }
