@@ -133,11 +133,11 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
         / ((c.holds_sold + c.holds_returned) as f64 + PRIOR_WEIGHT);
     let taken = c.sold as f64 + (1.0 - returns) * c.held as f64 + PRIOR_WEIGHT * limit;
     let choosing = c.active.saturating_sub(c.live_holds) as f64;
-    let high = taken / (finished as f64 + PRIOR_WEIGHT);
-    let low = taken / (finished as f64 + choosing + PRIOR_WEIGHT);
+    let ended = finished as f64 + PRIOR_WEIGHT;
+    let high = taken / ended;
+    let low = taken / (ended + choosing);
     // The finished sessions speak for the choosing ones in proportion to their share.
-    let settled = (finished as f64 + PRIOR_WEIGHT) / (finished as f64 + choosing + PRIOR_WEIGHT);
-    let per_buyer = low + (high - low) * settled;
+    let per_buyer = low + (high - low) * ended / (ended + choosing);
     let per_buyer_var = ((high - low) / 2.0).powi(2) / 3.0;
     let (answered, claimed) = match c.run_their_course {
         Some(ran) if ran >= c.lapsed => (ran, ran - c.lapsed),
@@ -155,10 +155,6 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
     let seats_for_queue = c.seats_left as f64 + returns * c.held as f64
         - per_buyer * choosing
         - q * c.open_offers as f64;
-    // The last seats go to the sessions choosing when they run out, in the order their buyers
-    // pick, not the order of their places: where a place falls among them is uniform over the
-    // sessions still choosing and the offers on their way to choose.
-    let window = choosing + c.open_offers as f64;
     let known = answered >= EVIDENCE
         && finished >= EVIDENCE
         && c.opened_for_ms >= u64::from(c.offer_s) * 1_000;
@@ -186,7 +182,9 @@ pub(crate) fn model(c: &SeatCounts) -> (f64, SeatModel) {
             0.25 + c.held as f64 * returns * (1.0 - returns) + choosing.powi(2) * per_buyer_var,
             3,
         ),
-        race_var: round((q * window).powi(2) / 12.0, 3),
+        // The last seats go to the sessions choosing when they run out, in the order their
+        // buyers pick: a place's rank among them and the offers on their way is uniform.
+        race_var: round((q * (choosing + c.open_offers as f64)).powi(2) / 12.0, 3),
         known,
         sure_places,
     };
