@@ -13,7 +13,7 @@ use super::context::{AFTER_ADMISSION, AfterAdmission, Ctx};
 use super::order;
 use super::plan::{Leave, Plan};
 use super::purchase;
-use super::stats::Live;
+use super::stats::{FirstRange, Live};
 use super::waiting::{Turn, Waiter, claim_on_socket};
 
 /// Runs one buyer to the end of its journey or the run's deadline.
@@ -146,16 +146,24 @@ async fn wait_and_buy(
         ctx.stats
             .eta(inside, shown_ms, actual / point, ratio as f64 / 100.0);
         // The same range against when the offer was made: the wait without the buyer's own
-        // read interval (an offer's time left is counted in whole seconds).
-        if let Some(left) = offer_left_s {
-            let late = (ctx.offer.as_secs_f64() - left as f64).max(0.0);
-            // How long after the offer was made the buyer saw it (whole seconds).
+        // read interval: how long after the offer was made the buyer saw it, from the offer's
+        // time left (whole seconds).
+        let late = offer_left_s.map(|left| (ctx.offer.as_secs_f64() - left as f64).max(0.0));
+        if let Some(late) = late {
             ctx.stats
                 .record("offer_seen_late_ms", (late * 1000.0) as u64);
             let made = (actual - late).max(0.0);
             ctx.stats
                 .eta_made(made + 1.0 >= eta.low_s as f64 && made <= eta.high_s as f64 + 1.0);
         }
+        let seen_ms = ctx.now_ms();
+        ctx.stats.first_range(FirstRange {
+            shown_ms,
+            low_s: eta.low_s,
+            high_s: eta.high_s,
+            seen_ms,
+            made_ms: late.map(|late| seen_ms.saturating_sub((late * 1000.0) as u64)),
+        });
     } else {
         ctx.stats.count("offered_without_range");
     }

@@ -151,6 +151,10 @@ pub struct Config {
     /// judged by when each join reached the door.
     #[arg(long)]
     pub door_log: Option<PathBuf>,
+    /// Write every offered buyer's first wait range and real wait here (CSV), to study the
+    /// range against other ways of drawing it.
+    #[arg(long)]
+    pub range_samples: Option<PathBuf>,
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -209,6 +209,17 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         scenario.remove("organizer_key");
         scenario.remove("database_url");
     }
+    if let Some(path) = &config.range_samples {
+        let mut csv = String::from("shown_ms,low_s,high_s,seen_ms,made_ms\n");
+        for r in &partial.first_ranges {
+            let made = r.made_ms.map(|m| m.to_string()).unwrap_or_default();
+            csv += &format!(
+                "{},{},{},{},{made}\n",
+                r.shown_ms, r.low_s, r.high_s, r.seen_ms
+            );
+        }
+        std::fs::write(path, csv)?;
+    }
     if let Some(path) = &config.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
     }

@@ -119,12 +119,27 @@ pub struct Partial {
     /// `SHOWN_BAND_MS` since the run's start.
     #[serde(default)]
     pub first_range_by_shown: BTreeMap<u64, RangeBand>,
+    /// The same ranges one by one, for `--range-samples`.
+    #[serde(default)]
+    pub first_ranges: Vec<FirstRange>,
     /// Offers seen by buyers, per second of the run.
     #[serde(default)]
     pub offers_by_s: BTreeMap<u64, u64>,
     /// The meter as the organizer sees it, about once a second (sampled by the first worker).
     #[serde(default)]
     pub meter_samples: Vec<MeterSample>,
+}
+
+/// An offered buyer's first wait range and what came of it (ms since the run's start).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct FirstRange {
+    pub shown_ms: u64,
+    pub low_s: u64,
+    pub high_s: u64,
+    /// When the buyer saw the offer.
+    pub seen_ms: u64,
+    /// When the offer was made, as its time left told the buyer (whole seconds).
+    pub made_ms: Option<u64>,
 }
 
 /// One read of the organizer's stats.
@@ -361,6 +376,10 @@ impl Stats {
         });
     }
 
+    pub fn first_range(&self, range: FirstRange) {
+        self.with(|i| i.partial.first_ranges.push(range));
+    }
+
     pub fn eta_made(&self, inside: bool) {
         self.with(|i| {
             i.partial.eta_made_given += 1;
@@ -520,6 +539,7 @@ impl Partial {
                 .or_default()
                 .add(theirs);
         }
+        self.first_ranges.extend(other.first_ranges);
         for (s, n) in other.offers_by_s {
             *self.offers_by_s.entry(s).or_default() += n;
         }
