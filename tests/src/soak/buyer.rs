@@ -134,10 +134,12 @@ async fn wait_and_buy(
         // How wide the range was: high ÷ low in hundredths (a range from 0 counts as ×100).
         let ratio = (eta.high_s * 100).checked_div(eta.low_s).unwrap_or(10_000);
         ctx.stats.record("eta_ratio_pct", ratio);
-        // The range is the point ÷ (1 ± 2 spreads), so the point is the harmonic mean of its
-        // ends (near it when the time a place is held was itself a range).
+        // The point the range was drawn around; where the source gave none, the harmonic mean
+        // of its ends (the range is the point ÷ and × the same factor, short waits aside).
         let (low, high) = (eta.low_s.max(1) as f64, eta.high_s.max(1) as f64);
-        let point = 2.0 / (1.0 / low + 1.0 / high);
+        let point = eta
+            .point_s
+            .map_or(2.0 / (1.0 / low + 1.0 / high), |p| p.max(1) as f64);
         ctx.stats
             .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
         let shown_ms = ctx
@@ -159,6 +161,7 @@ async fn wait_and_buy(
         let seen_ms = ctx.now_ms();
         ctx.stats.first_range(FirstRange {
             shown_ms,
+            point_s: eta.point_s,
             low_s: eta.low_s,
             high_s: eta.high_s,
             seen_ms,

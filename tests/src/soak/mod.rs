@@ -210,12 +210,17 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         scenario.remove("database_url");
     }
     if let Some(path) = &config.range_samples {
-        let mut csv = String::from("shown_ms,low_s,high_s,seen_ms,made_ms\n");
+        let mut csv = String::from("shown_ms,point_s,low_s,high_s,seen_ms,made_ms\n");
+        let text = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
         for r in &partial.first_ranges {
-            let made = r.made_ms.map(|m| m.to_string()).unwrap_or_default();
             csv += &format!(
-                "{},{},{},{},{made}\n",
-                r.shown_ms, r.low_s, r.high_s, r.seen_ms
+                "{},{},{},{},{},{}\n",
+                r.shown_ms,
+                text(r.point_s),
+                r.low_s,
+                r.high_s,
+                r.seen_ms,
+                text(r.made_ms)
             );
         }
         std::fs::write(path, csv)?;

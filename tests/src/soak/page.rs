@@ -76,7 +76,8 @@ pub struct Snapshot {
 pub enum Update {
     Waiting {
         position: u64,
-        range: Option<(u64, u64)>,
+        /// Point, low and high seconds.
+        wait: Option<(u64, u64, u64)>,
         chance: Option<f64>,
     },
     Paused,
@@ -132,7 +133,7 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
         "paused" => Some(Update::Paused),
         _ => Some(Update::Waiting {
             position,
-            range: wait_estimate(snap, position).map(|e| (e.1, e.2)),
+            wait: wait_estimate(snap, position),
             chance: seat_chance(snap, position),
         }),
     }
@@ -149,14 +150,11 @@ const NEAR_FRONT_S: u64 = 60;
 /// Whether this buyer's turn may come within `NEAR_FRONT_S`: by the low end of its wait, or,
 /// before the wait is known, by a minute at the rate the organizer set.
 pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
-    let Update::Waiting {
-        position, range, ..
-    } = update
-    else {
+    let Update::Waiting { position, wait, .. } = update else {
         return false;
     };
-    match range {
-        Some((low, _)) => *low <= NEAR_FRONT_S,
+    match wait {
+        Some((_, low, _)) => *low <= NEAR_FRONT_S,
         None => *position < snap.rate_per_min.max(1),
     }
 }
@@ -220,22 +218,19 @@ mod tests {
             "prequeue_left": 50, "outflow_per_min": 600.0, "retry_after_s": 2,
             "read_within_s": 49, "cap": rate_bound(600),
         }));
-        let Some(Update::Waiting {
-            position, range, ..
-        }) = read(&s, &fifo(1101), None)
-        else {
+        let Some(Update::Waiting { position, wait, .. }) = read(&s, &fifo(1101), None) else {
             panic!("a far-back buyer is told by the snapshot");
         };
         assert_eq!(position, 1050);
         // 1,051 offers at 10 a second: 105.1 s, ÷ 1.2 and × 1.2, and the seconds a page at
         // the front takes to hear of its offer.
-        assert_eq!(range, Some((87, 130)));
+        assert_eq!(wait, Some((106, 87, 130)));
         assert_eq!(
             next_read_s(
                 &s,
                 &Update::Waiting {
                     position,
-                    range,
+                    wait,
                     chance: None
                 },
                 0
@@ -262,10 +257,10 @@ mod tests {
             "read_within_s": 49, "cap": {"size": 450, "free": 50, "offer_rate_per_min": 2700,
             "held_s": [30.0, 30.0], "held_spread": 0.05},
         }));
-        let Some(Update::Waiting { range, .. }) = read(&s, &fifo(1_000), None) else {
+        let Some(Update::Waiting { wait, .. }) = read(&s, &fifo(1_000), None) else {
             panic!("told by the snapshot");
         };
-        let (low, high) = range.expect("turnover known");
+        let (_, low, high) = wait.expect("turnover known");
         assert!(low <= 64 && high >= 64 && low > 22, "{low}–{high}");
     }
 

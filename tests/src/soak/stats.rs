@@ -134,6 +134,7 @@ pub struct Partial {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct FirstRange {
     pub shown_ms: u64,
+    pub point_s: Option<u64>,
     pub low_s: u64,
     pub high_s: u64,
     /// When the buyer saw the offer.

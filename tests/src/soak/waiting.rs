@@ -34,6 +34,8 @@ pub enum Turn {
 #[derive(Clone, Copy)]
 pub struct Eta {
     pub at: Instant,
+    /// The point the range was drawn around, where the source gave one.
+    pub point_s: Option<u64>,
     pub low_s: u64,
     pub high_s: u64,
 }
@@ -42,6 +44,7 @@ pub struct Eta {
 pub fn eta_from_point(s: u64) -> Eta {
     Eta {
         at: Instant::now(),
+        point_s: Some(s),
         low_s: (s as f64 * 0.8).floor() as u64,
         high_s: (s as f64 * 1.25).ceil() as u64,
     }
@@ -51,6 +54,7 @@ pub fn eta_from_status(body: &Value) -> Option<Eta> {
     let range = body.get("estimated_wait_range_s")?.as_array()?;
     Some(Eta {
         at: Instant::now(),
+        point_s: body.get("estimated_wait_s").and_then(Value::as_u64),
         low_s: range.first()?.as_u64()?,
         high_s: range.get(1)?.as_u64()?,
     })
@@ -168,8 +172,9 @@ impl Waiter<'_> {
                     self.heard_chance(m.seat_chance, None);
                     if self.eta.is_none() {
                         self.eta = match (m.estimated_wait_range_s, m.estimated_wait_s) {
-                            (Some([low, high]), _) => Some(Eta {
+                            (Some([low, high]), point_s) => Some(Eta {
                                 at: Instant::now(),
+                                point_s,
                                 low_s: low.max(0.0).floor() as u64,
                                 high_s: high.max(0.0).ceil() as u64,
                             }),
@@ -292,14 +297,15 @@ impl Waiter<'_> {
             page::Update::Closed => Ok(Turn::Closed),
             page::Update::PreQueue | page::Update::Paused => Err(next),
             page::Update::Waiting {
-                range,
+                wait,
                 chance,
                 position,
             } => {
                 self.heard_chance(chance, Some(snap.served + position));
                 if self.eta.is_none() {
-                    self.eta = range.map(|(low_s, high_s)| Eta {
+                    self.eta = wait.map(|(point_s, low_s, high_s)| Eta {
                         at: Instant::now(),
+                        point_s: Some(point_s),
                         low_s,
                         high_s,
                     });
