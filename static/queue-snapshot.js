@@ -51,13 +51,16 @@ export function placeFromSnapshot(snap, claims, score) {
 
 /** Seconds a page at the front may take to hear of its offer (wait.rs `HEARD_WITHIN_S`). */
 const HEARD_WITHIN_S = 3;
+/** The least either end of the range lies from the point (wait.rs `STEP_S`). */
+const STEP_S = 5;
 
 /**
  * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
  * first offers go out at the rate while the cap has free places, the rest as places free, at
  * most `size ÷ held` a second, the point from the long `held`; the range is the point ÷ and ×
- * (1 + r), r the half-distance to the short end and two count errors in quadrature, the high
- * end later by the seconds a page at the front takes to hear of its offer; null while offers are
+ * (1 + r), r the half-distance to the short end and two count errors in quadrature, neither
+ * end nearer the point than `STEP_S`, the high end later by the seconds a page at the front
+ * takes to hear of its offer; null while offers are
  * held, or beyond the free places before the time a place is held is known.
  */
 export function waitEstimate(snap, position) {
@@ -84,8 +87,8 @@ export function waitEstimate(snap, position) {
   const betweenEnds = point > 0 ? (slow - fast) / 2 / point : 0;
   const counted = 2 * spread;
   const r = Math.sqrt(betweenEnds * betweenEnds + counted * counted);
-  const low = Math.floor(point / (1 + r));
-  const high = Math.max(Math.ceil(point * (1 + r) + HEARD_WITHIN_S), low + 1);
+  const low = Math.floor(Math.max(0, Math.min(point / (1 + r), point - STEP_S)));
+  const high = Math.max(Math.ceil(Math.max(point * (1 + r), point + STEP_S) + HEARD_WITHIN_S), low + 1);
   return [Math.ceil(point), low, high];
 }
 

@@ -237,8 +237,8 @@ mod tests {
 
     #[test]
     fn a_fast_queue_shortens_the_poll_interval() {
-        // 3,000 ahead at 150 a second: the front is ~20 s away (16 at the soonest), so the
-        // poller is told to come back within 8 s rather than the 32 s its place alone gives.
+        // 3,000 ahead at 150 a second: the front is ~20 s away (15 at the soonest), so the
+        // poller is told to come back within 7 s rather than the 32 s its place alone gives.
         let slow = build(QueueStatus::Waiting, Some(3000), Some(&flowing(60)), None);
         assert_eq!(slow.retry_after_s, 32);
         let far = build(
@@ -249,7 +249,7 @@ mod tests {
         );
         assert_eq!(far.retry_after_s, 120);
         let fast = build(QueueStatus::Waiting, Some(3000), Some(&flowing(9000)), None);
-        assert_eq!(fast.retry_after_s, 8);
+        assert_eq!(fast.retry_after_s, 7);
         let front = build(QueueStatus::Waiting, Some(0), Some(&flowing(9000)), None);
         assert_eq!(front.retry_after_s, 1);
     }

@@ -11,7 +11,10 @@
 //! ends (their half-distance, relative to the point) and two relative errors of the count
 //! behind `W` (at least 0.1, at most 0.4). They add in quadrature to `r`, and the range is
 //! `point ÷ (1 + r)` to `point × (1 + r)`: never a bare point, and not the two errors stacked
-//! end on end. While no place has freed often enough to say how long one is held, a
+//! end on end. Offers go out in steps rather than evenly (a tick's batch, backpressure cutting
+//! the pace or giving it back, places freeing in waves as sessions that began together end), so
+//! a short wait is off by seconds whatever its size: neither end comes nearer the point than
+//! `STEP_S`, and only short waits are widened by it. While no place has freed often enough to say how long one is held, a
 //! place beyond the free ones has no estimate: the page says the wait is still being measured.
 //! The range ends when the buyer can see the offer, not when it is made: a polling page hears
 //! of it at its next read, so the high end adds the longest a page at the front waits for it.
@@ -23,6 +26,9 @@ use serde::{Deserialize, Serialize};
 const SPREADS: f64 = 2.0;
 /// The relative error when the rate alone decides (offers go out tick by tick).
 const RATE_SPREAD: f64 = 0.1;
+/// The least either end of the range lies from the point, in seconds: how unevenly offers go
+/// out, whatever the wait.
+const STEP_S: f64 = 5.0;
 /// `W`'s two ends further apart than this say too little to give a wait beyond the free places.
 const MAX_HELD_RATIO: f64 = 2.0;
 /// Seconds a page at the front may take to hear of its offer: the snapshot it reads is up to a
@@ -81,8 +87,9 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
     let counted = SPREADS * spread;
     // Written as the page writes it (no `hypot`), so both round alike.
     let r = (between_ends * between_ends + counted * counted).sqrt();
-    let low = (point / (1.0 + r)).floor() as u64;
-    let high = ((point * (1.0 + r) + HEARD_WITHIN_S).ceil() as u64).max(low + 1);
+    let low = (point / (1.0 + r)).min(point - STEP_S).max(0.0).floor() as u64;
+    let high = ((point * (1.0 + r)).max(point + STEP_S) + HEARD_WITHIN_S).ceil() as u64;
+    let high = high.max(low + 1);
     Some((point.ceil() as u64, low, high))
 }
 
@@ -102,9 +109,10 @@ mod tests {
 
     #[test]
     fn within_the_free_places_the_rate_decides() {
-        // 45 offers a second: the 450th in line (449 ahead) is offered in ten seconds.
+        // 45 offers a second: the 450th in line (449 ahead) is offered in ten seconds, told
+        // as five either side (the least), the high end later by the time a page takes to hear.
         let (point, low, high) = wait_estimate(449, &cap(450, None, 0.1)).expect("rate known");
-        assert_eq!((point, low, high), (10, 8, 15));
+        assert_eq!((point, low, high), (10, 5, 18));
         // The next is beyond the free places, and how long a place is held is not known yet.
         assert_eq!(wait_estimate(450, &cap(450, None, 0.1)), None);
         // Even the first in line is given a range, not a point.
@@ -170,6 +178,28 @@ mod tests {
             high as f64 <= point as f64 * 1.2 + HEARD_WITHIN_S + 1.0,
             "{point} {high}"
         );
+    }
+
+    #[test]
+    fn a_short_wait_is_told_no_nearer_than_the_outflow_steps_and_a_long_one_as_before() {
+        // 450 free places at 45 a second: every wait here is the rate's, r = 0.2.
+        let c = cap(450, None, 0.1);
+        for ahead in [0, 44, 134, 224, 314, 449] {
+            let (_, low, high) = wait_estimate(ahead, &c).expect("rate known");
+            let point = (ahead + 1) as f64 / 45.0;
+            let relative = (point / 1.2).floor() as u64;
+            let expected_low = (point - STEP_S).max(0.0).floor() as u64;
+            assert_eq!(low, expected_low.min(relative), "{ahead} ahead");
+            assert!(
+                high as f64 >= point + STEP_S + HEARD_WITHIN_S,
+                "{ahead} ahead: {low}–{high}"
+            );
+        }
+        // Beyond thirty seconds r is the wider: a minute away, the range is the relative one.
+        let c = cap(3_000, None, 0.1);
+        let (point, low, high) = wait_estimate(2_699, &c).expect("rate known");
+        assert_eq!(point, 60);
+        assert_eq!((low, high), (50, 75));
     }
 
     #[test]
