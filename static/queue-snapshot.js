@@ -59,9 +59,9 @@ const STEP_S = 5;
  * first offers go out at the rate while the cap has free places, the rest as places free, at
  * most `size ÷ held` a second, the point from the long `held`; the range is the point ÷ and ×
  * (1 + r), r the half-distance to the short end and two count errors in quadrature, neither
- * end nearer the point than `STEP_S`, the high end later by the seconds a page at the front
- * takes to hear of its offer; null while offers are
- * held, or beyond the free places before the time a place is held is known.
+ * end nearer the point than `STEP_S` (the low end stops at zero), the high end later by the
+ * seconds a page at the front takes to hear of its offer; null while offers are held, or beyond
+ * the free places before the time a place is held is known.
  */
 export function waitEstimate(snap, position) {
   const cap = snap?.cap;

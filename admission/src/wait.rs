@@ -14,8 +14,9 @@
 //! end on end. Offers go out in steps rather than evenly (a tick's batch, backpressure cutting
 //! the pace or giving it back, places freeing in waves as sessions that began together end), so
 //! a short wait is off by seconds whatever its size: neither end comes nearer the point than
-//! `STEP_S`, and only short waits are widened by it. While no place has freed often enough to say how long one is held, a
-//! place beyond the free ones has no estimate: the page says the wait is still being measured.
+//! `STEP_S` (the low end stops at zero), and only short waits are widened by it. While no place
+//! has freed often enough to say how long one is held, a place beyond the free ones has no
+//! estimate: the page says the wait is still being measured.
 //! The range ends when the buyer can see the offer, not when it is made: a polling page hears
 //! of it at its next read, so the high end adds the longest a page at the front waits for it.
 //! `static/queue-snapshot.js` `waitEstimate` computes the same from the published model.
@@ -195,6 +196,8 @@ mod tests {
                 "{ahead} ahead: {low}–{high}"
             );
         }
+        // The first in line: zero at the soonest, the step and the hearing at the latest.
+        assert_eq!(wait_estimate(0, &c), Some((1, 0, 9)));
         // Beyond thirty seconds r is the wider: a minute away, the range is the relative one.
         let c = cap(3_000, None, 0.1);
         let (point, low, high) = wait_estimate(2_699, &c).expect("rate known");

@@ -52,6 +52,14 @@ test('the waiting page shows place, wait range and chance from the snapshot', { 
   assert.ok(agreed, 'a snapshot and a status of the same tick');
   const mine = await page.evaluate(async ([s, at]) => (await import('/static/queue-snapshot.js')).waitEstimate(s, at), [agreed.s, agreed.at]);
   assert.deepEqual([mine[1], mine[2]], agreed.st.estimated_wait_range_s, `the page's range is the server's: ${JSON.stringify(agreed.s.cap)}`);
+  // Short waits too: neither end nearer the point than five seconds, with the figures wait.rs's
+  // tests give for 45 offers a second (ten seconds away, the first in line, a minute away).
+  const rateOnly = (free) => ({ cap: { size: free, free, offer_rate_per_min: 2700, held_s: null, held_spread: null } });
+  const short = await page.evaluate(async ([few, many]) => {
+    const { waitEstimate } = await import('/static/queue-snapshot.js');
+    return [waitEstimate(few, 449), waitEstimate(few, 0), waitEstimate(many, 2699)];
+  }, [rateOnly(450), rateOnly(3000)]);
+  assert.deepEqual(short, [[10, 5, 18], [1, 0, 9], [60, 50, 75]], 'the page draws short and long ranges as the server does');
   // Hold the line still, then let the page read once more: with offers held the wait is not
   // known, and the page says so.
   await h.setAdmission(event, { rate_per_min: 0 });
