@@ -88,7 +88,7 @@ export function waitEstimate(snap, position) {
   const counted = 2 * spread;
   const r = Math.sqrt(betweenEnds * betweenEnds + counted * counted);
   const low = Math.floor(Math.max(0, Math.min(point / (1 + r), point - STEP_S)));
-  const high = Math.max(Math.ceil(Math.max(point * (1 + r), point + STEP_S) + HEARD_WITHIN_S), low + 1);
+  const high = Math.ceil(Math.max(point * (1 + r), point + STEP_S) + HEARD_WITHIN_S);
   return [Math.ceil(point), low, high];
 }
 

@@ -90,7 +90,6 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
     let r = (between_ends * between_ends + counted * counted).sqrt();
     let low = (point / (1.0 + r)).min(point - STEP_S).max(0.0).floor() as u64;
     let high = ((point * (1.0 + r)).max(point + STEP_S) + HEARD_WITHIN_S).ceil() as u64;
-    let high = high.max(low + 1);
     Some((point.ceil() as u64, low, high))
 }
 

@@ -210,20 +210,11 @@ pub async fn run(mut config: Config) -> anyhow::Result<Report> {
         scenario.remove("database_url");
     }
     if let Some(path) = &config.range_samples {
-        let mut csv = String::from("shown_ms,point_s,low_s,high_s,seen_ms,made_ms\n");
-        let text = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-        for r in &partial.first_ranges {
-            csv += &format!(
-                "{},{},{},{},{},{}\n",
-                r.shown_ms,
-                text(r.point_s),
-                r.low_s,
-                r.high_s,
-                r.seen_ms,
-                text(r.made_ms)
-            );
+        let mut csv = csv::Writer::from_path(path)?;
+        for range in &partial.first_ranges {
+            csv.serialize(range)?;
         }
-        std::fs::write(path, csv)?;
+        csv.flush()?;
     }
     if let Some(path) = &config.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
