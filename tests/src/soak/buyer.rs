@@ -86,6 +86,7 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         eta: joined.eta,
         chance: joined.chance,
         chance_place: None,
+        told_waiting: joined.chance.is_some(),
     };
     let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
     (outcome, waiter.chance, waiter.chance_place)
@@ -101,7 +102,7 @@ async fn wait_and_buy(
     Live::gauge(&ctx.live().waiting, 1);
     let waited_from = Instant::now();
     let turn = waiter.wait().await;
-    let eta = waiter.eta;
+    let (eta, told_waiting) = (waiter.eta, waiter.told_waiting);
     Live::gauge(&ctx.live().waiting, -1);
     let (ws, offer_left_s) = match turn {
         Turn::Offered(ws, left) => (ws, left),
@@ -127,6 +128,11 @@ async fn wait_and_buy(
     offered(ctx, plan, place.as_ref()).await;
     let waited = waited_from.elapsed();
     ctx.stats.record("queue_wait_ms", waited.as_millis() as u64);
+    // How long after the offer was made the buyer saw it, from the offer's time left (whole
+    // seconds).
+    let late = offer_left_s.map(|left| (ctx.offer.as_secs_f64() - left as f64).max(0.0));
+    let seen_ms = ctx.now_ms();
+    let made_ms = late.map(|late| seen_ms.saturating_sub((late * 1000.0) as u64));
     if let Some(eta) = eta {
         let actual = eta.at.elapsed().as_secs_f64();
         // Whole seconds are what the buyer is shown: one second either side is the rounding.
@@ -148,9 +154,7 @@ async fn wait_and_buy(
         ctx.stats
             .eta(inside, shown_ms, actual / point, ratio as f64 / 100.0);
         // The same range against when the offer was made: the wait without the buyer's own
-        // read interval: how long after the offer was made the buyer saw it, from the offer's
-        // time left (whole seconds).
-        let late = offer_left_s.map(|left| (ctx.offer.as_secs_f64() - left as f64).max(0.0));
+        // read interval.
         if let Some(late) = late {
             ctx.stats
                 .record("offer_seen_late_ms", (late * 1000.0) as u64);
@@ -158,17 +162,32 @@ async fn wait_and_buy(
             ctx.stats
                 .eta_made(made + 1.0 >= eta.low_s as f64 && made <= eta.high_s as f64 + 1.0);
         }
-        let seen_ms = ctx.now_ms();
         ctx.stats.first_range(FirstRange {
-            shown_ms,
+            shown_ms: Some(shown_ms),
             point_s: eta.point_s,
-            low_s: eta.low_s,
-            high_s: eta.high_s,
+            low_s: Some(eta.low_s),
+            high_s: Some(eta.high_s),
             seen_ms,
-            made_ms: late.map(|late| seen_ms.saturating_sub((late * 1000.0) as u64)),
+            made_ms,
+            told_waiting,
         });
     } else {
-        ctx.stats.count("offered_without_range");
+        // Offered at the first word after joining or the opening: never told a place, so no
+        // wait was there to show; counted apart from the buyers told "not known yet".
+        ctx.stats.count(if told_waiting {
+            "offered_without_range"
+        } else {
+            "offered_at_first_word"
+        });
+        ctx.stats.first_range(FirstRange {
+            shown_ms: None,
+            point_s: None,
+            low_s: None,
+            high_s: None,
+            seen_ms,
+            made_ms,
+            told_waiting,
+        });
     }
     if plan.leave == Leave::AtOffer {
         if let Some(mut ws) = ws {

@@ -229,7 +229,9 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             format!(
                 "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
                  the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
-                 were shown no range (\"not known yet\") before their offer; by when the \
+                 were shown no range (\"not known yet\") before their offer{}, and {} were \
+                 offered at their first word after joining or the opening, never told a place \
+                 to wait in (not judged); by when the \
                  offer was made rather than seen: {:.1} % of {}; backpressure held offers \
                  in {} and slowed them in {} of the {} seconds the organizer's stats were read",
                 pct(p.eta_inside, p.eta_given),
@@ -238,6 +240,14 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 actual_at(0.5),
                 actual_at(0.9),
                 p.get("offered_without_range"),
+                known_wait_from(&p.meter_samples).map_or(String::new(), |(at_ms, offered)| {
+                    format!(
+                        " (limit: the time a place is held was first published within 2× at \
+                         {:.1} s, when {offered} offers beyond the cap's size had gone out)",
+                        at_ms as f64 / 1000.0
+                    )
+                }),
+                p.get("offered_at_first_word"),
                 pct(p.eta_made_inside, p.eta_made_given),
                 p.eta_made_given,
                 held_s,
@@ -246,10 +256,13 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
-        // A buyer offered before any range was shown counts as one the range did not hold.
         (p.eta_given > 0).then(|| {
-            p.eta_inside * 100 >= (p.eta_given + p.get("offered_without_range")) * 80
-                && median_ratio <= 2.0
+            ranges_met(
+                p.eta_inside,
+                p.eta_given,
+                p.get("offered_without_range"),
+                median_ratio,
+            )
         }),
     ));
 
@@ -537,6 +550,26 @@ fn rate_kept(samples: &[MeterSample], seen_by_s: &BTreeMap<u64, u64>) -> RateKep
     kept
 }
 
+/// Whether the first ranges met their target: a buyer told its place and then offered before any
+/// range was shown counts as one the range did not hold; one offered at its first word after
+/// joining or the opening was never told a place to wait in, and is not judged.
+fn ranges_met(inside: u64, shown: u64, told_no_range: u64, median_ratio: f64) -> bool {
+    inside * 100 >= (shown + told_no_range) * 80 && median_ratio <= 2.0
+}
+
+/// When the time a place is held was first published within a factor two (the least the wait
+/// range needs beyond the cap's free places), and how many offers had gone out by then beyond
+/// the cap's size: buyers offered before it could be shown no range however often they read.
+/// `None` when no sample carried the cap, or its ends never came that close.
+fn known_wait_from(samples: &[MeterSample]) -> Option<(u64, u64)> {
+    samples.iter().find_map(|m| {
+        let cap = m.cap?;
+        let [short, long] = cap.held_s?;
+        (short > 0.0 && long <= 2.0 * short)
+            .then(|| (m.at_ms, m.served.saturating_sub(u64::from(cap.size))))
+    })
+}
+
 fn timeline(p: &Partial) -> Vec<Minute> {
     let mut minutes: BTreeMap<u64, Minute> = BTreeMap::new();
     fn at(minutes: &mut BTreeMap<u64, Minute>, minute: u64) -> &mut Minute {
@@ -577,6 +610,39 @@ fn timeline(p: &Partial) -> Vec<Minute> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buyers_told_not_known_yet_count_against_the_range() {
+        // 85 of 100 ranges held: met, until more than 6 buyers were told "not known yet".
+        assert!(ranges_met(85, 100, 6, 1.8));
+        assert!(!ranges_met(85, 100, 7, 1.8));
+        assert!(!ranges_met(100, 100, 0, 2.01), "too wide");
+    }
+
+    #[test]
+    fn the_wait_is_known_from_the_first_sample_with_the_ends_within_two() {
+        let at = |at_ms, served, held_s| MeterSample {
+            at_ms,
+            served,
+            cap: Some(admission::CapModel {
+                size: 1_500,
+                free: 0,
+                offer_rate_per_min: 9_000,
+                held_s,
+                held_spread: None,
+            }),
+            ..MeterSample::default()
+        };
+        let samples = [
+            MeterSample::default(),
+            at(10_000, 1_400, None),
+            at(24_000, 1_669, Some([10.5, 39.4])),
+            at(41_800, 2_582, Some([16.0, 32.0])),
+            at(50_000, 3_000, Some([20.0, 32.0])),
+        ];
+        assert_eq!(known_wait_from(&samples), Some((41_800, 1_082)));
+        assert_eq!(known_wait_from(&samples[..3]), None);
+    }
 
     #[test]
     fn a_tenth_is_judged_against_its_middle() {

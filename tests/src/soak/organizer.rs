@@ -124,6 +124,15 @@ impl Organizer {
         .await
     }
 
+    /// The public queue snapshot, as every waiting page reads it.
+    pub async fn snapshot(&self) -> anyhow::Result<Value> {
+        self.send(self.http.get(format!(
+            "{}/api/events/{}/queue/snapshot",
+            self.base, self.event
+        )))
+        .await
+    }
+
     pub async fn seats(&self) -> anyhow::Result<(SeatCounts, Value)> {
         let stats = self.stats().await?;
         let counts = serde_json::from_value(stats["seats"].clone())?;

@@ -95,8 +95,16 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
             ctx.sold_out.store(true, Ordering::Relaxed);
         }
         if let Some(cap) = max_active {
-            ctx.stats
-                .meter_sample(MeterSample::from_stats(ctx.now_ms(), &stats, cap));
+            let at_ms = ctx.now_ms();
+            let published = organizer
+                .snapshot()
+                .await
+                .ok()
+                .and_then(|s| serde_json::from_value(s["cap"].clone()).ok());
+            ctx.stats.meter_sample(MeterSample {
+                cap: published,
+                ..MeterSample::from_stats(at_ms, &stats, cap)
+            });
         }
     }
 }

@@ -130,17 +130,20 @@ pub struct Partial {
     pub meter_samples: Vec<MeterSample>,
 }
 
-/// An offered buyer's first wait range and what came of it (ms since the run's start).
+/// An offered buyer's first wait range and what came of it (ms since the run's start); the
+/// range's fields are empty for a buyer offered before any range was shown.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct FirstRange {
-    pub shown_ms: u64,
+    pub shown_ms: Option<u64>,
     pub point_s: Option<u64>,
-    pub low_s: u64,
-    pub high_s: u64,
+    pub low_s: Option<u64>,
+    pub high_s: Option<u64>,
     /// When the buyer saw the offer.
     pub seen_ms: u64,
     /// When the offer was made, as its time left told the buyer (whole seconds).
     pub made_ms: Option<u64>,
+    /// Whether the buyer was told its place in line before the offer.
+    pub told_waiting: bool,
 }
 
 /// One read of the organizer's stats.
@@ -159,6 +162,10 @@ pub struct MeterSample {
     /// What the chance of a seat is computed from, as the organizer saw it that second.
     #[serde(default)]
     pub seats: SeatSample,
+    /// What the wait is computed from, as the public snapshot published it that second: the
+    /// report keeps it so the wait range can be replayed against when places were offered.
+    #[serde(default)]
+    pub cap: Option<admission::CapModel>,
 }
 
 /// The queue's and the seats' counts behind the chance of a seat, from one read of the
@@ -206,6 +213,7 @@ impl MeterSample {
                 && backpressure_share >= 0.999,
             backpressure_share,
             seats,
+            cap: None,
         }
     }
 }

@@ -71,6 +71,9 @@ pub struct Waiter<'a> {
     /// The place in the whole line (offers made before it, plus those ahead) when the first
     /// chance was stated, where the snapshot tells it.
     pub chance_place: Option<u64>,
+    /// Whether any answer told the buyer its place in line: one offered at its first word
+    /// after joining or after the opening had no wait to be shown.
+    pub told_waiting: bool,
 }
 
 impl Waiter<'_> {
@@ -169,6 +172,7 @@ impl Waiter<'_> {
             };
             match m.kind {
                 "position" => {
+                    self.told_waiting = true;
                     self.heard_chance(m.seat_chance, None);
                     if self.eta.is_none() {
                         self.eta = match (m.estimated_wait_range_s, m.estimated_wait_s) {
@@ -301,6 +305,7 @@ impl Waiter<'_> {
                 chance,
                 position,
             } => {
+                self.told_waiting = true;
                 self.heard_chance(chance, Some(snap.served + position));
                 if self.eta.is_none() {
                     self.eta = wait.map(|(point_s, low_s, high_s)| Eta {
@@ -344,6 +349,7 @@ impl Waiter<'_> {
             _ => {}
         }
         if a.body.get("position").is_some_and(|p| !p.is_null()) {
+            self.told_waiting = true;
             self.heard_chance(a.body.get("seat_chance").and_then(Value::as_f64), None);
         }
         if self.eta.is_none() {
