@@ -53,6 +53,14 @@ pub struct CapModel {
     pub held_spread: Option<f64>,
 }
 
+impl CapModel {
+    /// Whether the time a place is held is known well enough to give a wait beyond the free
+    /// places: measured, and its two ends within `MAX_HELD_RATIO` of each other.
+    pub fn held_known(&self) -> bool {
+        matches!(self.held_s, Some([short, long]) if short > 0.0 && long <= short * MAX_HELD_RATIO)
+    }
+}
+
 /// The wait for `position` buyers ahead: (point, low, high) seconds; `None` while offers are
 /// held, or beyond the free places before the time a place is held is known.
 pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
@@ -66,7 +74,7 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
     let beyond = need - first;
     let (fast, slow, spread) = if beyond > 0.0 {
         let [short, long] = cap.held_s?;
-        if short <= 0.0 || long > short * MAX_HELD_RATIO {
+        if !cap.held_known() {
             return None;
         }
         let size = f64::from(cap.size.max(1));

@@ -86,7 +86,8 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         eta: joined.eta,
         chance: joined.chance,
         chance_place: None,
-        told_waiting: joined.chance.is_some(),
+        told_waiting: joined.told_place,
+        unanswered: false,
     };
     let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
     (outcome, waiter.chance, waiter.chance_place)
@@ -102,7 +103,7 @@ async fn wait_and_buy(
     Live::gauge(&ctx.live().waiting, 1);
     let waited_from = Instant::now();
     let turn = waiter.wait().await;
-    let (eta, told_waiting) = (waiter.eta, waiter.told_waiting);
+    let (eta, told_waiting, unanswered) = (waiter.eta, waiter.told_waiting, waiter.unanswered);
     Live::gauge(&ctx.live().waiting, -1);
     let (ws, offer_left_s) = match turn {
         Turn::Offered(ws, left) => (ws, left),
@@ -170,11 +171,13 @@ async fn wait_and_buy(
             seen_ms,
             made_ms,
             told_waiting,
+            unanswered,
         });
     } else {
         // Offered at the first word after joining or the opening: never told a place, so no
-        // wait was there to show; counted apart from the buyers told "not known yet".
-        ctx.stats.count(if told_waiting {
+        // wait was there to show; counted apart from the buyers told "not known yet" (or left
+        // unanswered, which count with them).
+        ctx.stats.count(if told_waiting || unanswered {
             "offered_without_range"
         } else {
             "offered_at_first_word"
@@ -187,6 +190,7 @@ async fn wait_and_buy(
             seen_ms,
             made_ms,
             told_waiting,
+            unanswered,
         });
     }
     if plan.leave == Leave::AtOffer {
@@ -214,6 +218,8 @@ struct Joined {
     eta: Option<super::waiting::Eta>,
     /// The chance shown with the join's answer, as `Waiter::chance`.
     chance: Option<Option<f64>>,
+    /// Whether the join's answer told the buyer its place (waiting or paused).
+    told_place: bool,
 }
 
 async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
@@ -261,6 +267,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     sold_out: false,
                     eta,
                     chance,
+                    told_place: a.body.get("position").is_some_and(|p| !p.is_null()),
                 });
             }
             Some(a) if a.code() == "sold_out" => {
@@ -271,6 +278,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     sold_out: true,
                     eta: None,
                     chance: None,
+                    told_place: false,
                 });
             }
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {

@@ -221,33 +221,37 @@ pub fn build(i: &Inputs<'_>) -> Storm {
     let median_ratio = ratio.value_at_quantile(0.5) as f64 / 100.0;
     let actual = p.histogram("eta_actual_pct");
     let actual_at = |q: f64| actual.value_at_quantile(q) as f64 / 100.0;
+    let told_no_range = p.get("offered_without_range");
+    let judged = p.eta_given + told_no_range;
     figures.push(figure(
         "first wait range shown contains the real wait",
-        if p.eta_given == 0 {
+        if judged == 0 {
             "no range shown".into()
         } else {
             format!(
-                "{:.1} % of {} offered buyers; median high ÷ low {median_ratio:.2}; real wait ÷ \
-                 the range's point: p10 {:.2}, p50 {:.2}, p90 {:.2}; {} more offered buyers \
-                 were shown no range (\"not known yet\") before their offer{}, and {} were \
-                 offered at their first word after joining or the opening, never told a place \
-                 to wait in (not judged); by when the \
-                 offer was made rather than seen: {:.1} % of {}; backpressure held offers \
-                 in {} and slowed them in {} of the {} seconds the organizer's stats were read",
+                "{:.1} % of {judged} judged offered buyers: {:.1} % of the {} shown a range, and \
+                 {told_no_range} told their place and then \"not known yet\" (or left \
+                 unanswered) before their offer, each counted as a miss{}; {} more offered at \
+                 their first word after joining or the opening, never told a place to wait in, \
+                 not judged; median high ÷ low {median_ratio:.2}; real wait ÷ the range's \
+                 point: p10 {:.2}, p50 {:.2}, p90 {:.2}; by when the offer was made rather than \
+                 seen: {:.1} % of {}; backpressure held offers in {} and slowed them in {} of \
+                 the {} seconds the organizer's stats were read",
+                pct(p.eta_inside, judged),
                 pct(p.eta_inside, p.eta_given),
                 p.eta_given,
-                actual_at(0.1),
-                actual_at(0.5),
-                actual_at(0.9),
-                p.get("offered_without_range"),
                 known_wait_from(&p.meter_samples).map_or(String::new(), |(at_ms, offered)| {
                     format!(
-                        " (limit: the time a place is held was first published within 2× at \
-                         {:.1} s, when {offered} offers beyond the cap's size had gone out)",
+                        " (limit: the time a place is held was first known well enough for a \
+                         wait beyond the cap's free places at {:.1} s, when {offered} offers \
+                         beyond the cap's size had gone out)",
                         at_ms as f64 / 1000.0
                     )
                 }),
                 p.get("offered_at_first_word"),
+                actual_at(0.1),
+                actual_at(0.5),
+                actual_at(0.9),
                 pct(p.eta_made_inside, p.eta_made_given),
                 p.eta_made_given,
                 held_s,
@@ -256,14 +260,7 @@ pub fn build(i: &Inputs<'_>) -> Storm {
             )
         },
         "≥ 80 %, median high ÷ low ≤ 2",
-        (p.eta_given > 0).then(|| {
-            ranges_met(
-                p.eta_inside,
-                p.eta_given,
-                p.get("offered_without_range"),
-                median_ratio,
-            )
-        }),
+        (judged > 0).then(|| ranges_met(p.eta_inside, p.eta_given, told_no_range, median_ratio)),
     ));
 
     let seat_chance_calibration = calibration(p);
@@ -557,15 +554,14 @@ fn ranges_met(inside: u64, shown: u64, told_no_range: u64, median_ratio: f64) ->
     inside * 100 >= (shown + told_no_range) * 80 && median_ratio <= 2.0
 }
 
-/// When the time a place is held was first published within a factor two (the least the wait
-/// range needs beyond the cap's free places), and how many offers had gone out by then beyond
-/// the cap's size: buyers offered before it could be shown no range however often they read.
-/// `None` when no sample carried the cap, or its ends never came that close.
+/// When the time a place is held was first published well enough for a wait beyond the cap's
+/// free places (`CapModel::held_known`), and how many offers had gone out by then beyond the
+/// cap's size: buyers offered before it could be shown no range however often they read.
+/// `None` when no sample carried the cap, or it never was.
 fn known_wait_from(samples: &[MeterSample]) -> Option<(u64, u64)> {
     samples.iter().find_map(|m| {
         let cap = m.cap?;
-        let [short, long] = cap.held_s?;
-        (short > 0.0 && long <= 2.0 * short)
+        cap.held_known()
             .then(|| (m.at_ms, m.served.saturating_sub(u64::from(cap.size))))
     })
 }

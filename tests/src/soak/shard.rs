@@ -88,19 +88,23 @@ async fn watch_sold_out(organizer: Organizer, ctx: Arc<Ctx>, max_active: Option<
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tick.tick().await;
-        let Ok((seats, stats)) = organizer.seats().await else {
+        // Both at once, so the cap published and the counts are of the same moment and a slow
+        // snapshot does not hold back the sold-out check.
+        let (counted, snapshot) = tokio::join!(organizer.seats(), organizer.snapshot());
+        let at_ms = ctx.now_ms();
+        let Ok((seats, stats)) = counted else {
             continue;
         };
         if seats.sold_out() {
             ctx.sold_out.store(true, Ordering::Relaxed);
         }
         if let Some(cap) = max_active {
-            let at_ms = ctx.now_ms();
-            let published = organizer
-                .snapshot()
-                .await
+            let published = snapshot
                 .ok()
                 .and_then(|s| serde_json::from_value(s["cap"].clone()).ok());
+            if published.is_none() {
+                ctx.stats.count("meter_samples_without_cap");
+            }
             ctx.stats.meter_sample(MeterSample {
                 cap: published,
                 ..MeterSample::from_stats(at_ms, &stats, cap)

@@ -142,8 +142,10 @@ pub struct FirstRange {
     pub seen_ms: u64,
     /// When the offer was made, as its time left told the buyer (whole seconds).
     pub made_ms: Option<u64>,
-    /// Whether the buyer was told its place in line before the offer.
+    /// Whether the buyer was told its place in line before the offer, and whether a read
+    /// went unanswered before that.
     pub told_waiting: bool,
+    pub unanswered: bool,
 }
 
 /// One read of the organizer's stats.

@@ -74,9 +74,17 @@ pub struct Waiter<'a> {
     /// Whether any answer told the buyer its place in line: one offered at its first word
     /// after joining or after the opening had no wait to be shown.
     pub told_waiting: bool,
+    /// Whether a read went unanswered before the buyer was told its place: such a buyer was
+    /// left without a wait, not offered at its first word.
+    pub unanswered: bool,
 }
 
 impl Waiter<'_> {
+    /// A read failed or was refused.
+    fn unanswered_read(&mut self) {
+        self.unanswered |= !self.told_waiting;
+    }
+
     /// Keeps the first chance stated; "not known yet" counts only until a number is shown.
     fn heard_chance(&mut self, chance: Option<f64>, place: Option<u64>) {
         if matches!(self.chance, Some(Some(_))) {
@@ -192,6 +200,8 @@ impl Waiter<'_> {
                     Some("sold_out") => return Heard::Turn(Turn::SoldOut),
                     Some("closed") => return Heard::Turn(Turn::Closed),
                     Some("offer_lapsed") => return Heard::Turn(Turn::Lapsed),
+                    // Paused, the place is kept and told.
+                    Some("paused") => self.told_waiting = true,
                     _ => {}
                 },
                 "reconnect" => {
@@ -257,8 +267,14 @@ impl Waiter<'_> {
                     self.told_by(snap, claims.as_ref(), &mut score, &mut near_front)
                         .await
                 }
-                Some(a) => Err(a.retry_after_s.unwrap_or(2)),
-                None => Err(2),
+                Some(a) => {
+                    self.unanswered_read();
+                    Err(a.retry_after_s.unwrap_or(2))
+                }
+                None => {
+                    self.unanswered_read();
+                    Err(2)
+                }
             };
             let wait_s = match wait_s {
                 Ok(turn) => return turn,
@@ -299,7 +315,11 @@ impl Waiter<'_> {
         match update {
             page::Update::SoldOut => Ok(Turn::SoldOut),
             page::Update::Closed => Ok(Turn::Closed),
-            page::Update::PreQueue | page::Update::Paused => Err(next),
+            page::Update::PreQueue => Err(next),
+            page::Update::Paused => {
+                self.told_waiting = true;
+                Err(next)
+            }
             page::Update::Waiting {
                 wait,
                 chance,
@@ -332,9 +352,11 @@ impl Waiter<'_> {
             .stats
             .record("status_ms", asked.elapsed().as_millis() as u64);
         let Some(a) = answer else {
+            self.unanswered_read();
             return Err(2);
         };
         if !a.status.is_success() {
+            self.unanswered_read();
             return Err(a.retry_after_s.unwrap_or(2));
         }
         match a.body.get("status").and_then(Value::as_str) {
