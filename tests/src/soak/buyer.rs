@@ -134,7 +134,8 @@ async fn wait_and_buy(
     let late = offer_left_s.map(|left| (ctx.offer.as_secs_f64() - left as f64).max(0.0));
     let seen_ms = ctx.now_ms();
     let made_ms = late.map(|late| seen_ms.saturating_sub((late * 1000.0) as u64));
-    if let Some(eta) = eta {
+    let shown_ms = eta.map(|e| seen_ms.saturating_sub(e.at.elapsed().as_millis() as u64));
+    if let (Some(eta), Some(shown_ms)) = (eta, shown_ms) {
         let actual = eta.at.elapsed().as_secs_f64();
         // Whole seconds are what the buyer is shown: one second either side is the rounding.
         let inside = actual + 1.0 >= eta.low_s as f64 && actual <= eta.high_s as f64 + 1.0;
@@ -149,9 +150,6 @@ async fn wait_and_buy(
             .map_or(2.0 / (1.0 / low + 1.0 / high), |p| p.max(1) as f64);
         ctx.stats
             .record("eta_actual_pct", (actual * 100.0 / point).round() as u64);
-        let shown_ms = ctx
-            .now_ms()
-            .saturating_sub(eta.at.elapsed().as_millis() as u64);
         ctx.stats
             .eta(inside, shown_ms, actual / point, ratio as f64 / 100.0);
         // The same range against when the offer was made: the wait without the buyer's own
@@ -163,16 +161,6 @@ async fn wait_and_buy(
             ctx.stats
                 .eta_made(made + 1.0 >= eta.low_s as f64 && made <= eta.high_s as f64 + 1.0);
         }
-        ctx.stats.first_range(FirstRange {
-            shown_ms: Some(shown_ms),
-            point_s: eta.point_s,
-            low_s: Some(eta.low_s),
-            high_s: Some(eta.high_s),
-            seen_ms,
-            made_ms,
-            told_waiting,
-            unanswered,
-        });
     } else {
         // Offered at the first word after joining or the opening: never told a place, so no
         // wait was there to show; counted apart from the buyers told "not known yet" (or left
@@ -182,17 +170,17 @@ async fn wait_and_buy(
         } else {
             "offered_at_first_word"
         });
-        ctx.stats.first_range(FirstRange {
-            shown_ms: None,
-            point_s: None,
-            low_s: None,
-            high_s: None,
-            seen_ms,
-            made_ms,
-            told_waiting,
-            unanswered,
-        });
     }
+    ctx.stats.first_range(FirstRange {
+        shown_ms,
+        point_s: eta.and_then(|e| e.point_s),
+        low_s: eta.map(|e| e.low_s),
+        high_s: eta.map(|e| e.high_s),
+        seen_ms,
+        made_ms,
+        told_waiting,
+        unanswered,
+    });
     if plan.leave == Leave::AtOffer {
         if let Some(mut ws) = ws {
             let _ = futures::SinkExt::close(&mut ws).await;
