@@ -25,6 +25,18 @@ phase() { # name command...
 source scripts/test-services.sh
 phase_done "tools and servers" 0
 
+phase "test build" cargo test --workspace --all-features --locked --no-run "$@"
+
+# The fuzz targets' instrumented build (nightly, a target folder of its own) takes minutes of CPU
+# that the tests below mostly leave idle while they wait on their servers: it runs beside them at
+# the lowest priority, and the targets run at the end.
+fuzz_log=target/fuzz-build.log
+mkdir -p target
+nice -n 19 bash -c 'started=$SECONDS; bash scripts/fuzz.sh build || exit
+  echo "== built in $((SECONDS - started)) s"' >"$fuzz_log" 2>&1 &
+fuzz_build=$!
+trap 'kill "$fuzz_build" 2>/dev/null || true; cleanup' EXIT
+
 phase "cargo test" cargo test --workspace --all-features --locked "$@"
 
 # The pages, in headless Chromium, against a gateway on the embedded default. `cargo test` left
@@ -42,7 +54,15 @@ phase "soak" env SOAK_PREBUILT=1 bash tests/soak/ci.sh
 # failure fails the suite (scripts/schemathesis.toml holds what OpenAPI cannot state).
 phase "schemathesis" env FLOODGATE_GATEWAY_CMD=target/debug/gateway bash scripts/schemathesis.sh
 
-# The fuzz targets (nightly), each for FUZZ_SECONDS (30 by default) from the committed corpus.
+# The fuzz targets (nightly), each for FUZZ_SECONDS (30 by default) from the committed corpus,
+# once their build beside the tests has ended.
+waited=$SECONDS
+if ! wait "$fuzz_build"; then
+  cat "$fuzz_log" >&2
+  echo "error: the fuzz targets did not build (log above, $fuzz_log)" >&2
+  exit 1
+fi
+phase_done "fuzz build, waited for after the tests ($(grep -o '[0-9]* s$' "$fuzz_log") beside them)" "$waited"
 phase "fuzz" bash scripts/fuzz.sh
 
 printf '== time by part (%d s in all):\n' "$SECONDS"
