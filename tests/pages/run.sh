@@ -34,4 +34,6 @@ for name in "$@"; do
   if [ -e "tests/pages/$name" ]; then files+=("tests/pages/$name"); else files+=("$name"); fi
 done
 [ ${#files[@]} -gt 0 ] || files=(tests/pages/)
-node --test "${files[@]}"
+# Three files at once (PAGES_CONCURRENCY): a page test mostly waits on the gateway and its
+# timers, and node would run one at a time on two cores. Each file makes its own events.
+node --test --test-concurrency="${PAGES_CONCURRENCY:-3}" "${files[@]}"
