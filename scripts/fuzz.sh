@@ -5,8 +5,7 @@
 # input under tests/fuzz/artifacts/TARGET/.
 #
 # Needs the nightly toolchain (`rustup toolchain install nightly`); installs cargo-fuzz when it
-# is missing. `bash scripts/fuzz.sh build` only builds the targets (the test suite builds them
-# beside its slower tests, then runs them here). Settings:
+# is missing. Settings:
 #   FUZZ_SECONDS     seconds per target (default 30)
 #   FUZZ_TARGETS     which targets (default: all of them)
 #   FUZZ_TARGET_DIR  where the instrumented build goes (default target/fuzz)
@@ -39,7 +38,6 @@ flags=(--fuzz-dir "$fuzz_dir" --target-dir "$target_dir" --sanitizer none --debu
 [ -f gateway/src/requests.rs ] && flags+=(--features requests)
 
 cargo +nightly fuzz build "${flags[@]}"
-[ "${1:-}" != build ] || exit 0
 
 for target in $targets; do
   echo "fuzzing $target for ${seconds}s"

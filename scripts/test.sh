@@ -27,15 +27,17 @@ phase_done "tools and servers" 0
 
 phase "test build" cargo test --workspace --all-features --locked --no-run "$@"
 
-# The fuzz targets' instrumented build (nightly, a target folder of its own) takes minutes of CPU
-# that the tests below mostly leave idle while they wait on their servers: it runs beside them at
-# the lowest priority, and the targets run at the end.
-fuzz_log=target/fuzz-build.log
+# The fuzz targets (nightly, a target folder of its own), each for FUZZ_SECONDS (30 by default)
+# from the committed corpus. Their instrumented build takes minutes of CPU that the tests below
+# mostly leave idle while they wait on their servers, so the build and the runs go beside them at
+# the lowest priority; the suite waits for them at the end and fails, with their log, on a crash.
+fuzz_log=target/fuzz.log
 mkdir -p target
-nice -n 19 bash -c 'started=$SECONDS; bash scripts/fuzz.sh build || exit
-  echo "== built in $((SECONDS - started)) s"' >"$fuzz_log" 2>&1 &
-fuzz_build=$!
-trap 'kill "$fuzz_build" 2>/dev/null || true; cleanup' EXIT
+# A session of its own, so an early exit stops the build or the runs with it.
+setsid nice -n 19 bash -c 'started=$SECONDS; bash scripts/fuzz.sh || exit
+  echo "== fuzz: $((SECONDS - started)) s"' >"$fuzz_log" 2>&1 &
+fuzz=$!
+trap 'kill -- -"$fuzz" 2>/dev/null || true; cleanup' EXIT
 
 phase "cargo test" cargo test --workspace --all-features --locked "$@"
 
@@ -54,16 +56,15 @@ phase "soak" env SOAK_PREBUILT=1 bash tests/soak/ci.sh
 # failure fails the suite (scripts/schemathesis.toml holds what OpenAPI cannot state).
 phase "schemathesis" env FLOODGATE_GATEWAY_CMD=target/debug/gateway bash scripts/schemathesis.sh
 
-# The fuzz targets (nightly), each for FUZZ_SECONDS (30 by default) from the committed corpus,
-# once their build beside the tests has ended.
+# The fuzz targets, from their build beside the tests: each target's runs, and any crash.
 waited=$SECONDS
-if ! wait "$fuzz_build"; then
+if ! wait "$fuzz"; then
   cat "$fuzz_log" >&2
-  echo "error: the fuzz targets did not build (log above, $fuzz_log)" >&2
+  echo "error: fuzzing failed (log above, $fuzz_log)" >&2
   exit 1
 fi
-phase_done "fuzz build, waited for after the tests ($(grep -o '[0-9]* s$' "$fuzz_log") beside them)" "$waited"
-phase "fuzz" bash scripts/fuzz.sh
+grep -E '^(fuzzing |Done [0-9]+ runs)' "$fuzz_log"
+phase_done "fuzz, waited for after the tests ($(sed -n 's/^== fuzz: //p' "$fuzz_log") beside them)" "$waited"
 
 printf '== time by part (%d s in all):\n' "$SECONDS"
 printf '   %s\n' "${phases[@]}"
