@@ -2,12 +2,23 @@
 //! `deploy/nginx/start.sh` (the template the runbook ships) on a free loopback port, with a
 //! scratch prefix removed when it is dropped. nginx missing fails the test, naming the package.
 
+use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::http::{DEADLINE, Gateway};
+
+/// Ports this process's nginx instances listen on. A free port is found by binding port 0 and
+/// letting it go, so two tests starting nginx at once could be handed the same one: the second
+/// would find the first's nginx answering there, and lose it when that test ended.
+static PORTS: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+fn ports() -> std::sync::MutexGuard<'static, BTreeSet<u16>> {
+    PORTS.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 pub struct Nginx {
     child: Child,
@@ -18,10 +29,15 @@ pub struct Nginx {
 impl Nginx {
     /// nginx (one worker) proxying to `upstream`.
     pub fn start(upstream: &str) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port for nginx")
-            .port();
+        let port = loop {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port for nginx")
+                .port();
+            if ports().insert(port) {
+                break port;
+            }
+        };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let prefix =
             std::env::temp_dir().join(format!("floodgate-nginx-{}", uuid::Uuid::now_v7().simple()));
@@ -90,6 +106,7 @@ impl Drop for Nginx {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+        ports().remove(&self.addr.port());
         let _ = std::fs::remove_dir_all(&self.prefix);
     }
 }
