@@ -134,9 +134,11 @@ async fn wait_and_buy(
     let late = offer_left_s.map(|left| (ctx.offer.as_secs_f64() - left as f64).max(0.0));
     let seen_ms = ctx.now_ms();
     let made_ms = late.map(|late| seen_ms.saturating_sub((late * 1000.0) as u64));
-    let shown_ms = eta.map(|e| seen_ms.saturating_sub(e.at.elapsed().as_millis() as u64));
-    if let (Some(eta), Some(shown_ms)) = (eta, shown_ms) {
-        let actual = eta.at.elapsed().as_secs_f64();
+    // The real wait, from when the first range was shown to when the offer was seen.
+    let since_shown = eta.map(|e| e.at.elapsed());
+    let shown_ms = since_shown.map(|d| seen_ms.saturating_sub(d.as_millis() as u64));
+    if let (Some(eta), Some(since_shown), Some(shown_ms)) = (eta, since_shown, shown_ms) {
+        let actual = since_shown.as_secs_f64();
         // Whole seconds are what the buyer is shown: one second either side is the rounding.
         let inside = actual + 1.0 >= eta.low_s as f64 && actual <= eta.high_s as f64 + 1.0;
         // How wide the range was: high ÷ low in hundredths (a range from 0 counts as ×100).
