@@ -192,6 +192,15 @@ async fn flushall_mid_queue_recovers() {
             QueueStatus::Waiting
         };
         assert_eq!(st.status, expected, "ticket {seq}: {st:?}");
+        // A returned place is told the same place at its next read, from the set it is back in.
+        if expected == QueueStatus::Waiting {
+            let again = h.adm.status(&j.claims).await.expect("status again");
+            assert_eq!(
+                (again.status, again.position),
+                (st.status, st.position),
+                "ticket {seq} read twice after the wipe"
+            );
+        }
     }
     for seq in claimed.keys() {
         let a = h

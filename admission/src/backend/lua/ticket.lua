@@ -8,8 +8,10 @@ local pscore = ARGV[3] == '1' and ARGV[4] or m
 if priority and redis.call('ZSCORE', K.pz, m) then
   return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.pz, '-inf', '(' .. pscore), now = now})
 end
+-- The general set holds pre-queue places by rank and, after a loss, returned FIFO places by
+-- their number: count ahead by the score this place is stored at.
 if redis.call('ZSCORE', K.z, m) then
-  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. ARGV[4]), now = now})
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. pscore), now = now})
 end
 if ARGV[3] == '0' and not priority then
   local cur = num(K.cur)
