@@ -53,6 +53,8 @@ export function placeFromSnapshot(snap, claims, score) {
 const HEARD_WITHIN_S = 3;
 /** The least either end of the range lies from the point (wait.rs `STEP_S`). */
 const STEP_S = 5;
+/** `W`'s two ends further apart than this give no wait beyond the free places (wait.rs). */
+const MAX_HELD_RATIO = 2.5;
 
 /**
  * [point, low, high] seconds for `position` ahead, or null (wait.rs `wait_estimate`): the
@@ -76,7 +78,7 @@ export function waitEstimate(snap, position) {
   let spread = 0.1;
   if (beyond > 0) {
     const held = cap.held_s;
-    if (!Array.isArray(held) || !(held[0] > 0) || held[1] > held[0] * 2) return null;
+    if (!Array.isArray(held) || !(held[0] > 0) || held[1] > held[0] * MAX_HELD_RATIO) return null;
     const size = Math.max(1, Number(cap.size) || 0);
     fast = beyond / Math.min(rate, size / held[0]);
     slow = beyond / Math.min(rate, size / held[1]);

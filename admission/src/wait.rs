@@ -31,7 +31,11 @@ const RATE_SPREAD: f64 = 0.1;
 /// out, whatever the wait.
 const STEP_S: f64 = 5.0;
 /// `W`'s two ends further apart than this say too little to give a wait beyond the free places.
-const MAX_HELD_RATIO: f64 = 2.0;
+/// At this bound the half-distance between the ends (0.3 of the point) and the least count
+/// error (two of 10 %) make `r` 0.36: a long wait's range spans 1.85×, a thirty-second one
+/// about 2× with its step and hearing. Further apart, the first range most buyers see (they
+/// all read within seconds of the bound being met) would be too wide to plan by.
+const MAX_HELD_RATIO: f64 = 2.5;
 /// Seconds a page at the front may take to hear of its offer: the snapshot it reads is up to a
 /// second old (`max-age=1`) and read as often as the snapshot says while open. A page on the
 /// WebSocket hears at once, so only the high end counts them.
@@ -154,6 +158,7 @@ mod tests {
         );
         // Ends too far apart, or not measured: no wait beyond the free places.
         assert_eq!(wait_estimate(999, &cap(0, Some([10.0, 60.0]), 0.1)), None);
+        assert_eq!(wait_estimate(999, &cap(0, Some([16.0, 41.0]), 0.03)), None);
         assert_eq!(wait_estimate(999, &cap(0, None, 0.1)), None);
         // ... but a place among the free ones still has one.
         assert!(wait_estimate(10, &cap(50, None, 0.1)).is_some());
@@ -232,5 +237,16 @@ mod tests {
             ..cap(450, Some([30.0, 30.0]), 0.05)
         };
         assert_eq!(wait_estimate(0, &held), None);
+    }
+
+    #[test]
+    fn ends_as_far_apart_as_allowed_still_give_a_range_to_plan_by() {
+        // `W` between 16 s and 40 s (2.5×): the first range of most buyers while the cap fills.
+        // Three minutes away it spans 1.88× (130–245 s); half a minute away, with the step and
+        // the hearing, 2× (22–44 s).
+        let c = cap(0, Some([16.0, 40.0]), 0.03);
+        // The page draws the same figures (tests/pages/queue_snapshot.test.js).
+        assert_eq!(wait_estimate(1_999, &c), Some((178, 130, 245)));
+        assert_eq!(wait_estimate(337, &c), Some((31, 22, 44)));
     }
 }

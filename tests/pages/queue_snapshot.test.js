@@ -60,6 +60,13 @@ test('the waiting page shows place, wait range and chance from the snapshot', { 
     return [waitEstimate(few, 449), waitEstimate(few, 0), waitEstimate(many, 2699)];
   }, [rateOnly(450), rateOnly(3000)]);
   assert.deepEqual(short, [[10, 5, 18], [1, 0, 9], [60, 50, 75]], 'the page draws short and long ranges as the server does');
+  // While the cap fills, `W`'s ends 2.5× apart still give a range (wait.rs's figures), 2.56× none.
+  const filling = (held) => ({ cap: { size: 450, free: 0, offer_rate_per_min: 2700, held_s: held, held_spread: 0.03 } });
+  const unsure = await page.evaluate(async ([near, far]) => {
+    const { waitEstimate } = await import('/static/queue-snapshot.js');
+    return [waitEstimate(near, 1999), waitEstimate(near, 337), waitEstimate(far, 337)];
+  }, [filling([16, 40]), filling([16, 41])]);
+  assert.deepEqual(unsure, [[178, 130, 245], [31, 22, 44], null], 'the page gives a range from the same ends as the server');
   // Hold the line still, then let the page read once more: with offers held the wait is not
   // known, and the page says so.
   await h.setAdmission(event, { rate_per_min: 0 });
