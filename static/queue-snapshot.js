@@ -9,7 +9,7 @@ export function tokenClaims(token) {
     const part = String(token).split('.')[1];
     const b64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
     const c = JSON.parse(atob(b64));
-    return { seq: Number(c.seq), pre: !!c.pre, epoch: c.ep, ticket: c.tid };
+    return { seq: Number(c.seq), pre: !!c.pre, epoch: c.ep, ticket: c.tid, priority: c.ln === 'priority' };
   } catch {
     return null;
   }
@@ -30,14 +30,19 @@ export async function preScore(seed, ticket) {
   return Number(top) / 2 ** 52;
 }
 
+/** Priority places are numbered from 2^50 (admission/src/entry.rs `PRIORITY_BASE`). */
+const PRIORITY_BASE = 2 ** 50;
+
 /**
  * Buyers ahead of this token by the snapshot, or `null` when the snapshot cannot tell (the
- * turn may have come, the place was re-registered in a new epoch, or the pre-queue score is
- * unknown). FIFO places are exact; pre-queue places are the expected rank among the pre-queue
+ * turn may have come, the place was re-registered in a new epoch, the pre-queue score is
+ * unknown, or the place is in the priority lane, whose line the snapshot's frontiers do not
+ * describe). FIFO places are exact; pre-queue places are the expected rank among the pre-queue
  * still waiting, between the served frontier and 1.
  */
 export function placeFromSnapshot(snap, claims, score) {
   if (!snap || !claims || !snap.opened || snap.epoch !== claims.epoch) return null;
+  if (claims.priority || claims.seq >= PRIORITY_BASE) return null;
   const left = Number(snap.prequeue_left) || 0;
   if (!claims.pre) {
     const served = Number(snap.fifo_served_through) || 0;

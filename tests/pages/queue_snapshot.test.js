@@ -67,6 +67,17 @@ test('the waiting page shows place, wait range and chance from the snapshot', { 
     return [waitEstimate(near, 1999), waitEstimate(near, 337), waitEstimate(far, 337)];
   }, [filling([16, 40]), filling([16, 41])]);
   assert.deepEqual(unsure, [[178, 130, 245], [31, 22, 44], null], 'the page gives a range from the same ends as the server');
+  // A priority place waits in its own lane, which the snapshot's frontiers do not describe: the
+  // page asks the server for it (as the server's own hint does), while a general place a few
+  // behind the frontier is placed from the snapshot.
+  const lanes = await page.evaluate(async (s) => {
+    const { tokenClaims, placeFromSnapshot, updateFromSnapshot } = await import('/static/queue-snapshot.js');
+    const token = (claims) => `h.${btoa(JSON.stringify(claims)).replace(/=+$/, '')}.sig`;
+    const general = tokenClaims(token({ seq: s.fifo_served_through + 50, ep: s.epoch, tid: 'g' }));
+    const priority = tokenClaims(token({ seq: 2 ** 50 + 3, ep: s.epoch, tid: 'p', ln: 'priority' }));
+    return [placeFromSnapshot(s, general, null), placeFromSnapshot(s, priority, null), updateFromSnapshot(s, priority, null)];
+  }, agreed.s);
+  assert.deepEqual(lanes, [agreed.s.prequeue_left + 49, null, null], 'a priority place is never placed in the general line');
   // Hold the line still, then let the page read once more: with offers held the wait is not
   // known, and the page says so.
   await h.setAdmission(event, { rate_per_min: 0 });

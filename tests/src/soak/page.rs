@@ -88,7 +88,8 @@ pub enum Update {
 
 /// Buyers ahead, or `None` when the snapshot cannot tell (`placeFromSnapshot`).
 fn place(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<u64> {
-    if !snap.opened || snap.epoch != claims.epoch {
+    // The frontiers are the general lane's: a priority place asks the server.
+    if !snap.opened || snap.epoch != claims.epoch || claims.seq >= admission::PRIORITY_BASE {
         return None;
     }
     let left = snap.prequeue_left;
@@ -245,6 +246,8 @@ mod tests {
             ..fifo(1101)
         };
         assert!(read(&s, &other, None).is_none());
+        // A priority place waits in its own lane: the server says where.
+        assert!(read(&s, &fifo(admission::PRIORITY_BASE + 3), None).is_none());
     }
 
     #[test]
