@@ -145,7 +145,7 @@ impl Admission {
                 // Both lanes restart past it after a loss, so it covers the larger count.
                 join_seq: out.seq.max(out.pseq),
                 served: out.served,
-                fifo_through: out.fifo_floor,
+                fifo_through: out.cursor,
                 prequeue_through: out.pq_through,
             };
             // The organizer's log of offers and joins rides on the same beat, written beside

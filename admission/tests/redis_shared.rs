@@ -284,68 +284,6 @@ async fn flushall_mid_queue_recovers() {
     drop(own);
 }
 
-/// Two wipes: places that came back after the first and were still waiting at the second come
-/// back again, rather than being told their turn passed (the frontier saved between the two
-/// covers only places really offered).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_wipe_keeps_the_places_still_waiting() {
-    let (own, h) = own_redis_harness("flush-twice", 5).await;
-    let before = h.join_n(40).await;
-    let mut first = Vec::new();
-    for _ in 0..30 {
-        h.advance(TICK).await;
-        first.extend(h.tick().await.offered);
-    }
-    assert_eq!(first.len(), 5, "the cap binds: {first:?}");
-
-    flushall(&own.url).await;
-    let _ = h.join().await;
-    for j in &before {
-        h.adm
-            .status(&j.claims)
-            .await
-            .expect("status after the first wipe");
-    }
-    // Past the reconnect grace the cap frees as offers lapse: a few returned places are
-    // offered (and checkpointed), the rest still wait.
-    let mut second = Vec::new();
-    for _ in 0..1_000 {
-        h.advance(TICK).await;
-        second.extend(h.tick().await.offered);
-        if !second.is_empty() {
-            break;
-        }
-    }
-    assert!(!second.is_empty(), "offers resumed after the first wipe");
-    // A beat later still, so a checkpoint is written with nothing new offered.
-    second.extend(h.run(15, TICK).await);
-
-    flushall(&own.url).await;
-    let _ = h.join().await;
-    for j in &before {
-        let seq = j.claims.seq;
-        let st = h
-            .adm
-            .status(&j.claims)
-            .await
-            .expect("status after the second wipe");
-        if first.contains(&seq) || second.contains(&seq) {
-            assert_ne!(
-                st.status,
-                QueueStatus::Waiting,
-                "ticket {seq} was offered: {st:?}"
-            );
-        } else {
-            assert_eq!(
-                st.status,
-                QueueStatus::Waiting,
-                "ticket {seq} never offered: {st:?}"
-            );
-        }
-    }
-    drop(own);
-}
-
 /// The pre-queue's frontier survives a wipe too: pre-queue tickets offered before it are told
 /// their turn passed, and the rest come back in their seeded order, ahead of later arrivals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

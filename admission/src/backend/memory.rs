@@ -337,8 +337,6 @@ impl MemoryQueue {
             TickOutcome {
                 served: q.served,
                 cursor: q.cursor.unwrap_or(0),
-                // Process memory is never lost, so no place comes back behind the cursor.
-                fifo_floor: q.cursor.unwrap_or(0),
                 ahead: q.z.len() as u64,
                 seq: q.seq,
                 // Claims in flight are (or are about to be) active sessions.

@@ -113,9 +113,6 @@ pub(crate) struct TickOutcome {
     pub offered: Vec<u64>,
     pub served: u64,
     pub cursor: u64,
-    /// Every FIFO place at or below this one has been offered: the cursor, less the places a
-    /// token brought back after a loss that still wait behind it.
-    pub fifo_floor: u64,
     pub ahead: u64,
     pub seq: u64,
     /// Offers not yet claimed (claims in flight are not counted here).

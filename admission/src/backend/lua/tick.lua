@@ -115,15 +115,8 @@ if opened and not hold and now >= grace and avail > 0 and (pass or (rate > 0 and
     open = open + k
   end
 end
--- The FIFO frontier a checkpoint may save: places a token brought back after a loss wait in
--- the general set by their number (pre-queue ranks are below 1), behind the cursor; the
--- lowest of them has not been offered, so neither may the frontier cover it.
-local fifo_floor = cur
-local back = redis.call('ZRANGEBYSCORE', K.z, 1, '+inf', 'LIMIT', 0, 1)
-if back[1] and tonumber(back[1]) <= cur then fifo_floor = tonumber(back[1]) - 1 end
 -- Open offers exclude claims in flight: those are (or are about to be) active sessions.
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
-  fifo_floor = fifo_floor,
   ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers),
   claiming = redis.call('ZCARD', K.pending), lapsed = num(K.lapsed), epoch = ep, now = now,
   pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc})
