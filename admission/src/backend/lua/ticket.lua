@@ -3,15 +3,12 @@ if not ep then return cjson.encode({lost = true}) end
 local m = ARGV[2]
 local seq = tonumber(m)
 local priority = seq >= PBASE
--- A priority place waits in its lane's set, scored by its rank (pre-queue) or its number.
+-- A place waits in its lane's set, scored by its rank (pre-queue) or its number (a priority
+-- place, or a FIFO place a token brought back after a loss); ahead counts by that score.
 local pscore = ARGV[3] == '1' and ARGV[4] or m
-if priority and redis.call('ZSCORE', K.pz, m) then
-  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.pz, '-inf', '(' .. pscore), now = now})
-end
--- The general set holds pre-queue places by rank and, after a loss, returned FIFO places by
--- their number: count ahead by the score this place is stored at.
-if redis.call('ZSCORE', K.z, m) then
-  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', K.z, '-inf', '(' .. pscore), now = now})
+local line = priority and K.pz or K.z
+if redis.call('ZSCORE', line, m) then
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', line, '-inf', '(' .. pscore), now = now})
 end
 if ARGV[3] == '0' and not priority then
   local cur = num(K.cur)
@@ -40,14 +37,13 @@ end
 if ARGV[5] ~= ep and not behind_floor() and redis.call('SADD', K.rr, m) == 1 then
   -- Redis lost this place; the token brings it back at its old relative order, ahead of every
   -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
-  local score = pscore
-  redis.call('ZADD', priority and K.pz or K.z, score, m)
+  redis.call('ZADD', line, pscore, m)
   -- While tokens keep coming back, the grace stays open 5 s past the latest: a crowd slowed
   -- by the reconnect herd (503s, Redis just restarted) is not overtaken by its own tail.
   local grace = num(K.grace)
   if grace > now and grace < now + 5000 then
     redis.call('SET', K.grace, string.format('%d', now + 5000), 'KEEPTTL')
   end
-  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', priority and K.pz or K.z, '-inf', '(' .. score), now = now})
+  return cjson.encode({s = 'waiting', ahead = redis.call('ZCOUNT', line, '-inf', '(' .. pscore), now = now})
 end
 return cjson.encode({s = 'lapsed', now = now})
