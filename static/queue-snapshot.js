@@ -9,7 +9,7 @@ export function tokenClaims(token) {
     const part = String(token).split('.')[1];
     const b64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
     const c = JSON.parse(atob(b64));
-    return { seq: Number(c.seq), pre: !!c.pre, epoch: c.ep, ticket: c.tid, priority: c.ln === 'priority' };
+    return { seq: Number(c.seq), pre: !!c.pre, epoch: c.ep, ticket: c.tid };
   } catch {
     return null;
   }
@@ -42,7 +42,7 @@ const PRIORITY_BASE = 2 ** 50;
  */
 export function placeFromSnapshot(snap, claims, score) {
   if (!snap || !claims || !snap.opened || snap.epoch !== claims.epoch) return null;
-  if (claims.priority || claims.seq >= PRIORITY_BASE) return null;
+  if (claims.seq >= PRIORITY_BASE) return null;
   const left = Number(snap.prequeue_left) || 0;
   if (!claims.pre) {
     const served = Number(snap.fifo_served_through) || 0;
