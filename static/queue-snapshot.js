@@ -131,9 +131,10 @@ export function seatChance(snap, position) {
 /**
  * Seconds until the next snapshot read: the snapshot's own, longer far back but never past its
  * `read_within_s`, the spacing at which the whole crowd reads as often as the front can answer
- * (status.rs). Before the opening, a second past it (offers start then and last only the
- * offer's seconds), judged by `serverNowMs` (the answer's Date header), never later than the
- * snapshot's own interval.
+ * (status.rs), nor past half the soonest the offer may come: the range's low end, or before
+ * the wait is known the place at the offer rate (wait.rs `soonest_offer_s`). Before the
+ * opening, a second past it (offers start then and last only the offer's seconds), judged by
+ * `serverNowMs` (the answer's Date header), never later than the snapshot's own interval.
  */
 export function nextReadS(snap, position, estimate, serverNowMs) {
   const floor = Number(snap?.retry_after_s) || 5;
@@ -146,7 +147,9 @@ export function nextReadS(snap, position, estimate, serverNowMs) {
   if (snap?.state !== 'open' || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);
   let byPlace = Math.min(2 + Math.floor(position / 100), within);
-  if (estimate) byPlace = Math.min(byPlace, Math.max(Math.floor(estimate[1] / 2), 1));
+  const rate = (Number(snap.cap?.offer_rate_per_min) || 0) / 60;
+  const soonest = estimate ? estimate[1] : rate > 0 ? Math.floor((position + 1) / rate) : null;
+  if (soonest !== null) byPlace = Math.min(byPlace, Math.max(Math.floor(soonest / 2), 1));
   return Math.max(floor, byPlace);
 }
 

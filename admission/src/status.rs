@@ -84,20 +84,21 @@ pub(crate) fn read_within_s(waiting: u64, reads_per_s: u32) -> u64 {
 
 /// Poll interval: near the front ask often, far back rarely (polls are answered from cache but
 /// still cost a request each), yet never longer than `within` (`read_within_s`), and never
-/// longer than half the shortest expected wait, so a fast queue does not leave a poller asleep
-/// while its offer runs down.
+/// longer than half the `soonest` the offer may come (the range's low end, or before the wait
+/// is known the place at the rate), so a fast queue does not leave a poller asleep while its
+/// offer runs down, nor one that was told "not known yet" asleep once its wait is known.
 pub(crate) fn retry_after_s(
     status: QueueStatus,
     position: Option<u64>,
-    estimate: Option<(u64, u64, u64)>,
+    soonest: Option<u64>,
     within: u64,
 ) -> u64 {
     match status {
         QueueStatus::Offered => 1,
         QueueStatus::Waiting => {
             let by_place = (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S));
-            match estimate {
-                Some((_, soonest, _)) => by_place.min((soonest / 2).max(1)),
+            match soonest {
+                Some(soonest) => by_place.min((soonest / 2).max(1)),
                 None => by_place,
             }
         }
@@ -120,6 +121,11 @@ pub(crate) fn build(
         (QueueStatus::Waiting, Some(p), Some(s)) => s.wait_estimate(p),
         _ => None,
     };
+    let soonest = match (estimate, position, snapshot.and_then(|s| s.cap.as_ref())) {
+        (Some((_, low, _)), _, _) => Some(low),
+        (None, Some(p), Some(cap)) => crate::wait::soonest_offer_s(p, cap),
+        _ => None,
+    };
     let seat_chance = match (status, position, snapshot) {
         (QueueStatus::SoldOut, _, _) => Some(0.0),
         (QueueStatus::Waiting | QueueStatus::Paused, Some(p), Some(s)) => s.seat_chance(p),
@@ -136,7 +142,7 @@ pub(crate) fn build(
         retry_after_s: retry_after_s(
             status,
             position,
-            estimate,
+            soonest,
             snapshot.map_or(FAR_BACK_READ_S, |s| s.read_within_s),
         ),
     }
@@ -218,6 +224,66 @@ mod tests {
         assert!(
             (10_000.0..11_000.0).contains(&reads),
             "{reads} reads a second"
+        );
+    }
+
+    /// The cap full and the time a place is held not known yet: no wait to tell.
+    fn filling(per_min: u32) -> Snapshot {
+        Snapshot {
+            state: EventState::Open,
+            cap: Some(CapModel {
+                size: 1_500,
+                free: 0,
+                offer_rate_per_min: per_min,
+                held_s: None,
+                held_spread: None,
+            }),
+            read_within_s: 49,
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn before_the_wait_is_known_the_rate_bounds_how_long_a_page_sleeps() {
+        // 3,000 ahead at 150 a second cannot be offered within 20 s, and may be soon after: the
+        // page told "not known yet" reads again within 10 s, not the 32 s its place gives, so
+        // it hears its wait once it is known rather than after its offer.
+        let unknown = build(QueueStatus::Waiting, Some(3000), Some(&filling(9000)), None);
+        assert_eq!(unknown.estimated_wait_range_s, None);
+        assert_eq!(unknown.retry_after_s, 10);
+        // Offers held: nothing bounds the wait, the place decides.
+        let held = build(QueueStatus::Waiting, Some(3000), Some(&filling(0)), None);
+        assert_eq!(held.retry_after_s, 32);
+        // Far back the crowd's pace still decides.
+        let far = build(
+            QueueStatus::Waiting,
+            Some(400_000),
+            Some(&filling(9000)),
+            None,
+        );
+        assert_eq!(far.retry_after_s, 49);
+    }
+
+    #[test]
+    fn reading_sooner_before_the_wait_is_known_stays_near_the_budget() {
+        // The front reads by the rate only until the wait is known, as it does once the range's
+        // low end is there: a 490,000 crowd at 10,000 reads a second then makes about a ninth
+        // more reads than by place alone, all of them from the buyers whose turn is nearest.
+        let crowd = 490_000u64;
+        let within = read_within_s(crowd, 10_000);
+        let snap = filling(9000);
+        let reads = |after: &dyn Fn(u64) -> u64| -> f64 {
+            (0..crowd)
+                .step_by(100)
+                .map(|p| 100.0 / after(p) as f64)
+                .sum()
+        };
+        let by_place = reads(&|p| retry_after_s(QueueStatus::Waiting, Some(p), None, within));
+        let by_rate =
+            reads(&|p| build(QueueStatus::Waiting, Some(p), Some(&snap), None).retry_after_s);
+        assert!(
+            (1.05..1.15).contains(&(by_rate / by_place)),
+            "{by_rate} reads a second against {by_place}"
         );
     }
 

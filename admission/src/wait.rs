@@ -105,6 +105,13 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
     Some((point.ceil() as u64, low, high))
 }
 
+/// The soonest `position` ahead can be offered, known before the wait is: the meter never
+/// offers faster than its rate. `None` while offers are held.
+pub fn soonest_offer_s(position: u64, cap: &CapModel) -> Option<u64> {
+    let rate = f64::from(cap.offer_rate_per_min) / 60.0;
+    (rate > 0.0).then(|| ((position as f64 + 1.0) / rate).floor() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

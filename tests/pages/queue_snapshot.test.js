@@ -113,6 +113,11 @@ test('far back, the page reads again within the snapshot\'s read_within_s', asyn
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 300, null), 5, 'near the front the place decides');
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, [40, 30, 60]), 15, 'half the soonest wait');
   assert.equal(nextReadS({ ...open, state: 'paused', retry_after_s: 5, read_within_s: 49 }, 400000, null), 5);
+  // The cap full and the wait not known yet: 3,000 ahead at 150 a second come no sooner than
+  // 20 s, so the page reads again within 10 s and hears its wait once it is known.
+  const filling = { ...open, read_within_s: 49, cap: { size: 1500, free: 0, offer_rate_per_min: 9000, held_s: null } };
+  assert.equal(nextReadS(filling, 3000, null), 10, 'half the soonest by the rate');
+  assert.equal(nextReadS({ ...filling, cap: { ...filling.cap, offer_rate_per_min: 0 } }, 3000, null), 32, 'offers held: the place');
 });
 
 test('before the opening, the page reads again a second past it', async () => {

@@ -140,9 +140,6 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
     }
 }
 
-/// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
-/// its `read_within_s` nor half the soonest expected wait; before the opening, a second past
-/// it by the server's clock (`now_ms`, UNIX ms; the soak shares the machine's clock).
 /// How soon a turn counts as near: within this many seconds, the soak sends the buyer's reads
 /// from the pool kept for turns, so a read waiting behind the far-back crowd's cannot let an
 /// offer lapse unseen.
@@ -160,6 +157,10 @@ pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
     }
 }
 
+/// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
+/// its `read_within_s` nor half the soonest the offer may come (the range's low end, or the
+/// place at the offer rate while the wait is not known); before the opening, a second past
+/// it by the server's clock (`now_ms`, UNIX ms; the soak shares the machine's clock).
 pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
@@ -181,8 +182,15 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
     let mut by_place = (2 + position / 100).min(within);
-    if let Some((_, low, _)) = wait_estimate(snap, *position) {
-        by_place = by_place.min((low / 2).max(1));
+    let soonest = match wait_estimate(snap, *position) {
+        Some((_, low, _)) => Some(low),
+        None => snap
+            .cap
+            .as_ref()
+            .and_then(|cap| admission::soonest_offer_s(*position, cap)),
+    };
+    if let Some(soonest) = soonest {
+        by_place = by_place.min((soonest / 2).max(1));
     }
     floor.max(by_place)
 }
@@ -265,6 +273,28 @@ mod tests {
         };
         let (_, low, high) = wait.expect("turnover known");
         assert!(low <= 64 && high >= 64 && low > 22, "{low}–{high}");
+    }
+
+    #[test]
+    fn told_not_known_yet_a_buyer_reads_again_by_the_rate() {
+        // The cap full and the time a place is held not known: 3,000 ahead at 150 a second
+        // come no sooner than 20 s, so the soak's page reads within 10 s, as the server's.
+        let s = snap(serde_json::json!({
+            "state": "open", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "prequeue_left": 0, "outflow_per_min": 9000.0, "retry_after_s": 2,
+            "read_within_s": 49, "cap": {"size": 1500, "free": 0, "offer_rate_per_min": 9000,
+            "held_s": null, "held_spread": null},
+        }));
+        let update = read(&s, &fifo(3_101), None).expect("told by the snapshot");
+        assert!(matches!(
+            update,
+            Update::Waiting {
+                position: 3_000,
+                wait: None,
+                ..
+            }
+        ));
+        assert_eq!(next_read_s(&s, &update, 0), 10);
     }
 
     #[test]
