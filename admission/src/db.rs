@@ -65,6 +65,9 @@ pub struct Checkpoint {
     pub fifo_through: u64,
     /// The pre-queue rank of the last pre-queue ticket offered.
     pub prequeue_through: Option<f64>,
+    /// The priority lane's served frontier: the highest score it offered (a pre-queue rank in
+    /// [0, 1), or a place numbered from `PRIORITY_BASE`).
+    pub priority_through: Option<f64>,
 }
 
 /// What one tick leaves for the organizer's admission log and timeline.

@@ -147,6 +147,7 @@ impl Admission {
                 served: out.served,
                 fifo_through: out.cursor,
                 prequeue_through: out.pq_through,
+                priority_through: out.p_through,
             };
             // The organizer's log of offers and joins rides on the same beat, written beside
             // the checkpoint (two connections, so the tick waits for one round trip).
@@ -312,6 +313,7 @@ impl Admission {
             opens_at_ms: ms(control.opens_at),
             fifo_floor: checkpoint.as_ref().map_or(0, |c| c.fifo_through),
             pq_floor: checkpoint.as_ref().and_then(|c| c.prequeue_through),
+            p_floor: checkpoint.as_ref().and_then(|c| c.priority_through),
         };
         let created = self
             .inner

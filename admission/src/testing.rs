@@ -250,8 +250,27 @@ impl AdmissionDb for MemoryDb {
         Ok(self.lock().checkpoints.get(event).cloned())
     }
 
+    /// As the real stores: within one epoch every counter and frontier only moves forward, so
+    /// a recovery story cannot pass here on a checkpoint they would have kept.
     async fn save_checkpoint(&self, event: &str, cp: &Checkpoint) -> Result<(), DbError> {
-        self.lock().checkpoints.insert(event.to_owned(), cp.clone());
+        let mut state = self.lock();
+        let saved = state
+            .checkpoints
+            .entry(event.to_owned())
+            .or_insert_with(|| cp.clone());
+        if saved.epoch != cp.epoch {
+            *saved = cp.clone();
+            return Ok(());
+        }
+        let further = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        saved.join_seq = saved.join_seq.max(cp.join_seq);
+        saved.served = saved.served.max(cp.served);
+        saved.fifo_through = saved.fifo_through.max(cp.fifo_through);
+        saved.prequeue_through = further(saved.prequeue_through, cp.prequeue_through);
+        saved.priority_through = further(saved.priority_through, cp.priority_through);
         Ok(())
     }
 

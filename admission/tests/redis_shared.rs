@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission::testing::ThrowawayRedis;
-use admission::{Admission, AdmissionDb, EventState, QueueStatus};
+use admission::{Admission, AdmissionDb, EventState, Lane, PRIORITY_BASE, QueueStatus};
 use support::{Harness, Kind, client};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -334,6 +334,114 @@ async fn flushall_keeps_the_pre_queue_frontier() {
         after.last(),
         Some(&newcomer.claims.seq),
         "the pre-queue first, then the newcomer"
+    );
+    drop(own);
+}
+
+/// The priority lane's frontier survives a wipe too: priority tickets offered before it are
+/// told their turn passed (or keep the session they claimed), and the rest come back in their
+/// order, ahead of the lane's later arrivals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushall_keeps_the_priority_frontier() {
+    let own = ThrowawayRedis::start();
+    wait_for(&own.url).await;
+    let clock = support::clock_for(Kind::Redis);
+    let h = Harness::with(Kind::Redis, "p-flush", clock, own.url.clone(), |c| {
+        c.rate_per_min = 600;
+        c.max_active = 1_000;
+        c.offer_s = 60;
+        c.priority_permille = 500;
+    })
+    .await;
+    let join_priority = || async {
+        let gate = h.adm.open_join(&h.event, client()).await.expect("gate");
+        h.adm
+            .join_through(gate, None, Lane::Priority)
+            .await
+            .expect("a priority join")
+    };
+    let mut priority = Vec::new();
+    for _ in 0..40 {
+        priority.push(join_priority().await);
+    }
+    let general = h.join_n(40).await;
+    let offered_before = h.run(20, TICK).await;
+    let lane_offered: Vec<u64> = offered_before
+        .iter()
+        .copied()
+        .filter(|seq| *seq >= PRIORITY_BASE)
+        .collect();
+    assert!(
+        (5..40).contains(&lane_offered.len()),
+        "{} priority places offered",
+        lane_offered.len()
+    );
+    let first = priority
+        .iter()
+        .find(|j| j.claims.seq == lane_offered[0])
+        .expect("an issued priority token");
+    let session = h.adm.claim(&first.claims).await.expect("claim").session_id;
+
+    flushall(&own.url).await;
+    let newcomer = join_priority().await;
+    for j in &priority {
+        let seq = j.claims.seq;
+        let expected = if seq == first.claims.seq {
+            QueueStatus::Admitted
+        } else if lane_offered.contains(&seq) {
+            QueueStatus::OfferLapsed
+        } else {
+            QueueStatus::Waiting
+        };
+        let st = h.adm.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, expected, "priority ticket {seq}: {st:?}");
+    }
+    // The general lane's tokens come back too (`flushall_mid_queue_recovers` judges them).
+    for j in &general {
+        h.adm.status(&j.claims).await.expect("status");
+    }
+    let again = h
+        .adm
+        .claim(&first.claims)
+        .await
+        .expect("claimed before the wipe");
+    assert_eq!(again.session_id, session, "nobody admitted twice");
+
+    let expected = 81 - offered_before.len();
+    let mut after = Vec::new();
+    for _ in 0..2_000 {
+        h.advance(TICK).await;
+        after.extend(h.tick().await.offered);
+        if after.len() >= expected {
+            break;
+        }
+    }
+    let returned: Vec<u64> = general
+        .iter()
+        .chain(&priority)
+        .map(|j| j.claims.seq)
+        .filter(|seq| !offered_before.contains(seq))
+        .chain(std::iter::once(newcomer.claims.seq))
+        .collect();
+    assert_eq!(
+        after.len(),
+        expected,
+        "each place not offered before, once: {after:?}"
+    );
+    assert!(after.iter().all(|seq| returned.contains(seq)), "{after:?}");
+    let lane: Vec<u64> = after
+        .iter()
+        .copied()
+        .filter(|s| *s >= PRIORITY_BASE)
+        .collect();
+    assert!(
+        lane.windows(2).all(|w| w[0] < w[1]),
+        "the lane's order kept: {lane:?}"
+    );
+    assert_eq!(
+        lane.last(),
+        Some(&newcomer.claims.seq),
+        "the lane's earlier tokens first, then the newcomer"
     );
     drop(own);
 }

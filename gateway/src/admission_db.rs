@@ -249,6 +249,7 @@ impl AdmissionDb for StoreAdmissionDb {
             served: count(c.served),
             fifo_through: count(c.fifo_through),
             prequeue_through: c.prequeue_through,
+            priority_through: c.priority_through,
         }))
     }
 
@@ -259,6 +260,7 @@ impl AdmissionDb for StoreAdmissionDb {
             served: i64::try_from(checkpoint.served).unwrap_or(i64::MAX),
             fifo_through: i64::try_from(checkpoint.fifo_through).unwrap_or(i64::MAX),
             prequeue_through: checkpoint.prequeue_through,
+            priority_through: checkpoint.priority_through,
         };
         self.store
             .save_checkpoint(&event_id(event)?, &saved)

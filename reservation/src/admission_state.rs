@@ -141,6 +141,8 @@ pub struct QueueCheckpoint {
     pub fifo_through: i64,
     /// The pre-queue rank of the last pre-queue ticket offered.
     pub prequeue_through: Option<f64>,
+    /// The highest score the priority lane offered (a pre-queue rank, or a priority place).
+    pub priority_through: Option<f64>,
 }
 
 impl Store {
@@ -310,7 +312,7 @@ impl Store {
 
     pub async fn load_checkpoint(&self, event: &EventId) -> Result<Option<QueueCheckpoint>, Error> {
         Ok(sqlx::query_as::<_, QueueCheckpoint>(self.sql(
-            "select epoch, join_seq, served, fifo_through, prequeue_through \
+            "select epoch, join_seq, served, fifo_through, prequeue_through, priority_through \
                  from admission_checkpoints where event_id = $1",
         ))
         .bind(event.as_str())
@@ -327,8 +329,9 @@ impl Store {
     ) -> Result<(), Error> {
         sqlx::query(self.sql(
             "insert into admission_checkpoints \
-             (event_id, epoch, join_seq, served, fifo_through, prequeue_through) \
-             values ($1, $2, $3, $4, $5, nullif(cast($6 as double precision), -1)) \
+             (event_id, epoch, join_seq, served, fifo_through, prequeue_through, priority_through) \
+             values ($1, $2, $3, $4, $5, nullif(cast($6 as double precision), -1), \
+                nullif(cast($7 as double precision), -1)) \
              on conflict (event_id) do update set \
              join_seq = case when admission_checkpoints.epoch = excluded.epoch \
                 then GREATEST(admission_checkpoints.join_seq, excluded.join_seq) else excluded.join_seq end, \
@@ -341,6 +344,10 @@ impl Store {
                 then nullif(GREATEST(coalesce(admission_checkpoints.prequeue_through, -1), \
                     coalesce(excluded.prequeue_through, -1)), -1) \
                 else excluded.prequeue_through end, \
+             priority_through = case when admission_checkpoints.epoch = excluded.epoch \
+                then nullif(GREATEST(coalesce(admission_checkpoints.priority_through, -1), \
+                    coalesce(excluded.priority_through, -1)), -1) \
+                else excluded.priority_through end, \
              epoch = excluded.epoch, updated_at = NOW",
         ))
         .bind(event.as_str())
@@ -348,9 +355,11 @@ impl Store {
         .bind(checkpoint.join_seq)
         .bind(checkpoint.served)
         .bind(checkpoint.fifo_through)
-        // Always a number (-1: none yet; ranks lie in [0, 1)): a statement cached after
-        // binding NULL here was refused a later float by PostgreSQL now and then.
+        // Always a number (-1: none yet; ranks lie in [0, 1), priority places past 2^50): a
+        // statement cached after binding NULL here was refused a later float by PostgreSQL
+        // now and then.
         .bind(checkpoint.prequeue_through.unwrap_or(-1.0))
+        .bind(checkpoint.priority_through.unwrap_or(-1.0))
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -104,6 +104,7 @@ async fn story(store: Store) {
         served,
         fifo_through: join_seq - 1,
         prequeue_through,
+        priority_through: None,
     };
     store
         .save_checkpoint(&event, &cp("e1", 10, 4, Some(0.625)))
@@ -126,6 +127,24 @@ async fn story(store: Store) {
         store.load_checkpoint(&event).await.unwrap(),
         Some(cp("e1", 10, 4, Some(0.75))),
         "the pre-queue frontier moves forward"
+    );
+    // The priority lane's frontier: a place numbered past 2^50 is kept exactly, and only moves
+    // forward within the epoch.
+    let priority = |through: Option<f64>| QueueCheckpoint {
+        priority_through: through,
+        ..cp("e1", 10, 4, Some(0.75))
+    };
+    let place = (1u64 << 50) as f64 + 7.0;
+    for through in [Some(0.5), Some(place), Some(place - 3.0), None] {
+        store
+            .save_checkpoint(&event, &priority(through))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.load_checkpoint(&event).await.unwrap(),
+        Some(priority(Some(place))),
+        "the priority lane's frontier moves forward only, to the place exactly"
     );
     store
         .save_checkpoint(&event, &cp("e2", 2, 1, None))

@@ -41,6 +41,8 @@ struct EventQueue {
     lapsed: u64,
     /// The pre-queue rank of the last pre-queue ticket offered.
     pq_through: Option<f64>,
+    /// The highest score the priority lane has offered.
+    p_through: Option<f64>,
     /// Rate given back by lapsed offers (at most one second's worth).
     credit: u64,
     meter: Option<(u32, Meter)>,
@@ -63,6 +65,7 @@ impl Default for EventQueue {
             served: 0,
             lapsed: 0,
             pq_through: None,
+            p_through: None,
             credit: 0,
             meter: None,
         }
@@ -307,7 +310,10 @@ impl MemoryQueue {
                     );
                     let seq = if priority {
                         match q.pz.pop_first() {
-                            Some((_, seq)) => seq,
+                            Some((bits, seq)) => {
+                                q.p_through = Some(f64::from_bits(bits));
+                                seq
+                            }
                             None => break,
                         }
                     } else {
@@ -346,6 +352,7 @@ impl MemoryQueue {
                 epoch: ep,
                 now: clock.now_ms().max(now),
                 pq_through: q.pq_through,
+                p_through: q.p_through,
                 offered,
                 pseq: q.pseq,
                 pahead: q.pz.len() as u64,

@@ -128,6 +128,9 @@ pub(crate) struct TickOutcome {
     /// Places the priority lane has handed out, and those still waiting in it.
     pub pseq: u64,
     pub pahead: u64,
+    /// The highest score the priority lane has offered (a pre-queue rank, or a place from
+    /// `PRIORITY_BASE`); `None` before any.
+    pub p_through: Option<f64>,
 }
 
 pub(crate) struct RecoverArgs<'a> {
@@ -140,6 +143,7 @@ pub(crate) struct RecoverArgs<'a> {
     /// The served frontiers saved before the loss: a ticket behind them does not come back.
     pub fifo_floor: u64,
     pub pq_floor: Option<f64>,
+    pub p_floor: Option<f64>,
 }
 
 /// How long a claim in flight keeps its slot: covers a tick that read the active-session count

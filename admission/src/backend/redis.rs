@@ -47,12 +47,23 @@ pub(crate) struct RedisQueue {
 const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The keys of one event, in the order the scripts' prelude names them.
-fn keys(event: &str) -> [String; 19] {
+fn keys(event: &str) -> [String; 20] {
     let names = [
         "ep", "seq", "cur", "z", "offers", "pending", "adm", "rr", "tk", "served", "tat", "lapsed",
-        "grace", "credit", "pqf", "floor", "pseq", "pz", "pcarry",
+        "grace", "credit", "pqf", "floor", "pseq", "pz", "pcarry", "pf",
     ];
     names.map(|n| format!("{{fg:{event}}}:{n}"))
+}
+
+/// A sorted-set score as Redis renders it; empty: none yet.
+fn score(rendered: &str) -> Result<Option<f64>, BackendError> {
+    if rendered.is_empty() {
+        return Ok(None);
+    }
+    rendered
+        .parse::<f64>()
+        .map(Some)
+        .map_err(|e| BackendError::Reply(e.to_string()))
 }
 
 /// The channel a tick announces on, so other instances tick (and refresh) at once.
@@ -305,8 +316,9 @@ impl RedisQueue {
             lapsed: u64,
             epoch: String,
             now: i64,
-            /// Redis's own rendering of the score: a JSON number would lose digits.
+            /// Redis's own rendering of the scores: a JSON number would lose digits.
             pq_through: String,
+            p_through: String,
             pseq: u64,
             pahead: u64,
         }
@@ -349,15 +361,8 @@ impl RedisQueue {
             now: r.now,
             pseq: r.pseq,
             pahead: r.pahead,
-            pq_through: if r.pq_through.is_empty() {
-                None
-            } else {
-                Some(
-                    r.pq_through
-                        .parse::<f64>()
-                        .map_err(|e| BackendError::Reply(e.to_string()))?,
-                )
-            },
+            pq_through: score(&r.pq_through)?,
+            p_through: score(&r.p_through)?,
         })
     }
 
@@ -392,6 +397,7 @@ impl RedisQueue {
             args.opens_at_ms.to_string(),
             args.fifo_floor.to_string(),
             args.pq_floor.map(|f| f.to_string()).unwrap_or_default(),
+            args.p_floor.map(|f| f.to_string()).unwrap_or_default(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.recover, event, now, &argv).await?)?;
         Ok(r.created)

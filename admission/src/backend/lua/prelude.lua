@@ -2,7 +2,7 @@
 local K = {ep = KEYS[1], seq = KEYS[2], cur = KEYS[3], z = KEYS[4], offers = KEYS[5],
   pending = KEYS[6], adm = KEYS[7], rr = KEYS[8], tk = KEYS[9], served = KEYS[10],
   tat = KEYS[11], lapsed = KEYS[12], grace = KEYS[13], credit = KEYS[14], pqf = KEYS[15],
-  floor = KEYS[16], pseq = KEYS[17], pz = KEYS[18], pcarry = KEYS[19]}
+  floor = KEYS[16], pseq = KEYS[17], pz = KEYS[18], pcarry = KEYS[19], pf = KEYS[20]}
 -- Priority places are numbered from 2^50 (exact in a double; always written with %d), so the
 -- general FIFO range (cur, seq] never holds one.
 local PBASE = 1125899906842624

@@ -1,5 +1,5 @@
 -- ARGV: now, new epoch, join seq floor, served floor, grace ms, opens_at_ms, FIFO served
--- through, pre-queue served through ('' = none)
+-- through, pre-queue served through ('' = none), priority lane served through ('' = none)
 -- Idempotent across instances: the first to run it after a loss sets the floors.
 if ep then return cjson.encode({created = false}) end
 redis.call('SET', K.seq, ARGV[3])
@@ -17,6 +17,10 @@ redis.call('HSET', K.floor, 'fifo', ARGV[7])
 if ARGV[8] ~= '' then
   redis.call('HSET', K.floor, 'pq', ARGV[8])
   redis.call('SET', K.pqf, ARGV[8])
+end
+if ARGV[9] ~= '' then
+  redis.call('HSET', K.floor, 'p', ARGV[9])
+  redis.call('SET', K.pf, ARGV[9])
 end
 redis.call('SET', K.ep, ARGV[2])
 return cjson.encode({created = true})

@@ -87,6 +87,11 @@ if opened and not hold and now >= grace and avail > 0 and (pass or (rate > 0 and
         offered[#offered + 1] = popped[i]
         redis.call('ZADD', K.offers, expires, popped[i])
       end
+      -- The priority lane's frontier: the highest score it has offered (its pre-queue ranks
+      -- lie in [0, 1), its places from PBASE), popped last.
+      if #popped > 0 and tonumber(popped[#popped]) > tonumber(redis.call('GET', K.pf) or '-1') then
+        redis.call('SET', K.pf, popped[#popped])
+      end
       pzc = pzc - #popped / 2
     end
     local kg = k - np
@@ -119,4 +124,5 @@ end
 return cjson.encode({offered = table.concat(offered, ','), served = served, cursor = cur,
   ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers),
   claiming = redis.call('ZCARD', K.pending), lapsed = num(K.lapsed), epoch = ep, now = now,
-  pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc})
+  pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc,
+  p_through = redis.call('GET', K.pf) or ''})

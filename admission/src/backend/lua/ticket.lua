@@ -26,8 +26,11 @@ end
 -- A ticket behind the frontiers saved before a loss was offered then (and lapsed, or was
 -- claimed: the database knows): it does not come back ahead of the line.
 local function behind_floor()
-  -- The saved frontiers are the general lane's.
-  if priority then return false end
+  if priority then
+    -- The priority lane's frontier is a score in its own set, ranks and places alike.
+    local p = redis.call('HGET', K.floor, 'p')
+    return p ~= false and tonumber(pscore) <= tonumber(p)
+  end
   if ARGV[3] == '1' then
     local pq = redis.call('HGET', K.floor, 'pq')
     return pq ~= false and tonumber(ARGV[4]) <= tonumber(pq)
