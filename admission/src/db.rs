@@ -68,6 +68,10 @@ pub struct Checkpoint {
     /// The priority lane's served frontier: the highest score it offered (a pre-queue rank in
     /// [0, 1), or a place numbered from `PRIORITY_BASE`).
     pub priority_through: Option<f64>,
+    /// FIFO places an earlier loss left to come back, `(from, to]` (empty when `to <= from`):
+    /// behind `fifo_through`, yet offered only if their tokens brought them back and they
+    /// reached the front.
+    pub fifo_returning: (u64, u64),
 }
 
 /// What one tick leaves for the organizer's admission log and timeline.

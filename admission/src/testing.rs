@@ -271,6 +271,8 @@ impl AdmissionDb for MemoryDb {
         saved.fifo_through = saved.fifo_through.max(cp.fifo_through);
         saved.prequeue_through = further(saved.prequeue_through, cp.prequeue_through);
         saved.priority_through = further(saved.priority_through, cp.priority_through);
+        // Fixed for the epoch at its recovery.
+        saved.fifo_returning = cp.fifo_returning;
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission::testing::ThrowawayRedis;
-use admission::{Admission, AdmissionDb, EventState, Lane, PRIORITY_BASE, QueueStatus};
+use admission::{Admission, AdmissionDb, EventState, Joined, Lane, PRIORITY_BASE, QueueStatus};
 use support::{Harness, Kind, client};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -123,6 +123,19 @@ async fn own_redis_harness(name: &str, max_active: u32) -> (ThrowawayRedis, Harn
     })
     .await;
     (own, h)
+}
+
+/// Ticks until at least `n` offers have been made (at most 2,000 ticks), and returns them.
+async fn offers_until(h: &Harness, n: usize) -> Vec<u64> {
+    let mut offered = Vec::new();
+    for _ in 0..2_000 {
+        h.advance(TICK).await;
+        offered.extend(h.tick().await.offered);
+        if offered.len() >= n {
+            break;
+        }
+    }
+    offered
 }
 
 /// Redis loses everything, as a restart without persistence would.
@@ -284,6 +297,78 @@ async fn flushall_mid_queue_recovers() {
     drop(own);
 }
 
+/// A second wipe before every place from the first came back: a place still waiting from before
+/// the first is waiting again (it is not told its turn passed because the cursor moved past it),
+/// a newcomer offered between the two wipes is told its turn passed, and the places still
+/// waiting keep their order. (A place brought back and offered between the wipes is not judged:
+/// the checkpoint keeps the range the first wipe left to come back, not which of it came.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_wipe_keeps_the_places_still_waiting_from_the_first() {
+    let (own, h) = own_redis_harness("flush-twice", 1_000).await;
+    let before = h.join_n(100).await;
+    let offered_first = h.run(20, TICK).await;
+    assert!(
+        (5..50).contains(&offered_first.len()),
+        "{} offered",
+        offered_first.len()
+    );
+
+    flushall(&own.url).await;
+    let newcomers = h.join_n(30).await;
+    // Half of the places still waiting come back now; the other half's pages are asleep.
+    let waiting: Vec<&Joined> = before
+        .iter()
+        .filter(|j| !offered_first.contains(&j.claims.seq))
+        .collect();
+    let (back, asleep) = waiting.split_at(waiting.len() / 2);
+    for j in back {
+        let st = h.adm.status(&j.claims).await.expect("status");
+        assert_eq!(st.status, QueueStatus::Waiting, "{st:?}");
+    }
+    // The grace passes; the places brought back are offered, then some newcomers.
+    let between = offers_until(&h, back.len() + 10).await;
+    let newcomers_offered: Vec<u64> = newcomers
+        .iter()
+        .map(|j| j.claims.seq)
+        .filter(|seq| between.contains(seq))
+        .collect();
+    assert!(
+        (10..30).contains(&newcomers_offered.len()),
+        "{} newcomers offered between the wipes",
+        newcomers_offered.len()
+    );
+
+    flushall(&own.url).await;
+    let last = h.join().await;
+    for j in asleep {
+        let st = h.adm.status(&j.claims).await.expect("status");
+        assert_eq!(
+            st.status,
+            QueueStatus::Waiting,
+            "ticket {} waited since before the first wipe: {st:?}",
+            j.claims.seq
+        );
+    }
+    let mut still_waiting: Vec<u64> = asleep.iter().map(|j| j.claims.seq).collect();
+    for j in &newcomers {
+        let st = h.adm.status(&j.claims).await.expect("status");
+        let seq = j.claims.seq;
+        if newcomers_offered.contains(&seq) {
+            assert_eq!(st.status, QueueStatus::OfferLapsed, "ticket {seq}: {st:?}");
+        } else {
+            assert_eq!(st.status, QueueStatus::Waiting, "ticket {seq}: {st:?}");
+            still_waiting.push(seq);
+        }
+    }
+    still_waiting.push(last.claims.seq);
+    let after = offers_until(&h, still_waiting.len()).await;
+    assert_eq!(
+        after, still_waiting,
+        "each place still waiting offered once, in order"
+    );
+    drop(own);
+}
+
 /// The pre-queue's frontier survives a wipe too: pre-queue tickets offered before it are told
 /// their turn passed, and the rest come back in their seeded order, ahead of later arrivals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,14 +405,7 @@ async fn flushall_keeps_the_pre_queue_frontier() {
         };
         assert_eq!(st.status, expected, "ticket {}: {st:?}", j.claims.seq);
     }
-    let mut after = Vec::new();
-    for _ in 0..2_000 {
-        h.advance(TICK).await;
-        after.extend(h.tick().await.offered);
-        if after.len() == 101 - offered_before.len() {
-            break;
-        }
-    }
+    let after = offers_until(&h, 101 - offered_before.len()).await;
     assert_eq!(after.len(), 101 - offered_before.len());
     assert!(after.iter().all(|s| !offered_before.contains(s)));
     assert_eq!(
@@ -408,14 +486,7 @@ async fn flushall_keeps_the_priority_frontier() {
     assert_eq!(again.session_id, session, "nobody admitted twice");
 
     let expected = 81 - offered_before.len();
-    let mut after = Vec::new();
-    for _ in 0..2_000 {
-        h.advance(TICK).await;
-        after.extend(h.tick().await.offered);
-        if after.len() >= expected {
-            break;
-        }
-    }
+    let after = offers_until(&h, expected).await;
     let returned: Vec<u64> = general
         .iter()
         .chain(&priority)

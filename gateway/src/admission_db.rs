@@ -250,6 +250,7 @@ impl AdmissionDb for StoreAdmissionDb {
             fifo_through: count(c.fifo_through),
             prequeue_through: c.prequeue_through,
             priority_through: c.priority_through,
+            fifo_returning: (count(c.fifo_returning_from), count(c.fifo_returning_to)),
         }))
     }
 
@@ -261,6 +262,8 @@ impl AdmissionDb for StoreAdmissionDb {
             fifo_through: i64::try_from(checkpoint.fifo_through).unwrap_or(i64::MAX),
             prequeue_through: checkpoint.prequeue_through,
             priority_through: checkpoint.priority_through,
+            fifo_returning_from: i64::try_from(checkpoint.fifo_returning.0).unwrap_or(i64::MAX),
+            fifo_returning_to: i64::try_from(checkpoint.fifo_returning.1).unwrap_or(i64::MAX),
         };
         self.store
             .save_checkpoint(&event_id(event)?, &saved)

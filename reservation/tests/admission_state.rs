@@ -105,6 +105,8 @@ async fn story(store: Store) {
         fifo_through: join_seq - 1,
         prequeue_through,
         priority_through: None,
+        fifo_returning_from: 0,
+        fifo_returning_to: 0,
     };
     store
         .save_checkpoint(&event, &cp("e1", 10, 4, Some(0.625)))
@@ -145,6 +147,17 @@ async fn story(store: Store) {
         store.load_checkpoint(&event).await.unwrap(),
         Some(priority(Some(place))),
         "the priority lane's frontier moves forward only, to the place exactly"
+    );
+    // The places an earlier loss left to come back are kept as the epoch's recovery set them.
+    let returning = QueueCheckpoint {
+        fifo_returning_from: 40,
+        fifo_returning_to: 130,
+        ..priority(Some(place))
+    };
+    store.save_checkpoint(&event, &returning).await.unwrap();
+    assert_eq!(
+        store.load_checkpoint(&event).await.unwrap(),
+        Some(returning)
     );
     store
         .save_checkpoint(&event, &cp("e2", 2, 1, None))

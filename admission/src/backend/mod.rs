@@ -131,6 +131,8 @@ pub(crate) struct TickOutcome {
     /// The highest score the priority lane has offered (a pre-queue rank, or a place from
     /// `PRIORITY_BASE`); `None` before any.
     pub p_through: Option<f64>,
+    /// FIFO places an earlier loss left to come back, `(from, to]` (empty when `to <= from`).
+    pub fifo_returning: (u64, u64),
 }
 
 pub(crate) struct RecoverArgs<'a> {
@@ -144,6 +146,8 @@ pub(crate) struct RecoverArgs<'a> {
     pub fifo_floor: u64,
     pub pq_floor: Option<f64>,
     pub p_floor: Option<f64>,
+    /// The places an earlier loss left to come back, `(from, to]`: not behind `fifo_floor`.
+    pub fifo_returning: (u64, u64),
 }
 
 /// How long a claim in flight keeps its slot: covers a tick that read the active-session count

@@ -321,6 +321,8 @@ impl RedisQueue {
             p_through: String,
             pseq: u64,
             pahead: u64,
+            returning_from: u64,
+            returning_to: u64,
         }
         let argv = [
             args.opens_at_ms.to_string(),
@@ -363,6 +365,7 @@ impl RedisQueue {
             pahead: r.pahead,
             pq_through: score(&r.pq_through)?,
             p_through: score(&r.p_through)?,
+            fifo_returning: (r.returning_from, r.returning_to),
         })
     }
 
@@ -398,6 +401,8 @@ impl RedisQueue {
             args.fifo_floor.to_string(),
             args.pq_floor.map(|f| f.to_string()).unwrap_or_default(),
             args.p_floor.map(|f| f.to_string()).unwrap_or_default(),
+            args.fifo_returning.0.to_string(),
+            args.fifo_returning.1.to_string(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.recover, event, now, &argv).await?)?;
         Ok(r.created)

@@ -35,7 +35,9 @@ local function behind_floor()
     local pq = redis.call('HGET', K.floor, 'pq')
     return pq ~= false and tonumber(ARGV[4]) <= tonumber(pq)
   end
-  return seq <= tonumber(redis.call('HGET', K.floor, 'fifo') or '0')
+  local f = redis.call('HMGET', K.floor, 'fifo', 'rfrom', 'rto')
+  local returning = seq > tonumber(f[2] or '0') and seq <= tonumber(f[3] or '0')
+  return seq <= tonumber(f[1] or '0') and not returning
 end
 if ARGV[5] ~= ep and not behind_floor() and redis.call('SADD', K.rr, m) == 1 then
   -- Redis lost this place; the token brings it back at its old relative order, ahead of every
