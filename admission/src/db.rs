@@ -68,10 +68,6 @@ pub struct Checkpoint {
     /// The priority lane's served frontier: the highest score it offered (a pre-queue rank in
     /// [0, 1), or a place numbered from `PRIORITY_BASE`).
     pub priority_through: Option<f64>,
-    /// FIFO places an earlier loss left to come back, `(from, to]` (empty when `to <= from`):
-    /// behind `fifo_through`, yet offered only if their tokens brought them back and they
-    /// reached the front.
-    pub fifo_returning: (u64, u64),
 }
 
 /// What one tick leaves for the organizer's admission log and timeline.
@@ -153,4 +149,6 @@ pub trait AdmissionDb: Send + Sync + 'static {
     /// Records a tick's offers (one statement however many; a place recorded already is
     /// kept as first written) and the join count of the current minute (the greatest kept).
     async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError>;
+    /// Whether a tick ever recorded an offer of `place` (`record_tick`).
+    async fn was_offered(&self, event: &str, place: u64) -> Result<bool, DbError>;
 }

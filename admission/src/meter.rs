@@ -148,7 +148,6 @@ impl Admission {
                 fifo_through: out.cursor,
                 prequeue_through: out.pq_through,
                 priority_through: out.p_through,
-                fifo_returning: out.fifo_returning,
             };
             // The organizer's log of offers and joins rides on the same beat, written beside
             // the checkpoint (two connections, so the tick waits for one round trip).
@@ -315,7 +314,6 @@ impl Admission {
             fifo_floor: checkpoint.as_ref().map_or(0, |c| c.fifo_through),
             pq_floor: checkpoint.as_ref().and_then(|c| c.prequeue_through),
             p_floor: checkpoint.as_ref().and_then(|c| c.priority_through),
-            fifo_returning: checkpoint.as_ref().map_or((0, 0), |c| c.fifo_returning),
         };
         let created = self
             .inner

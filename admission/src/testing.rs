@@ -271,8 +271,6 @@ impl AdmissionDb for MemoryDb {
         saved.fifo_through = saved.fifo_through.max(cp.fifo_through);
         saved.prequeue_through = further(saved.prequeue_through, cp.prequeue_through);
         saved.priority_through = further(saved.priority_through, cp.priority_through);
-        // Fixed for the epoch at its recovery.
-        saved.fifo_returning = cp.fifo_returning;
         Ok(())
     }
 
@@ -286,6 +284,14 @@ impl AdmissionDb for MemoryDb {
                 available: 1,
                 ..Availability::default()
             }))
+    }
+
+    async fn was_offered(&self, event: &str, place: u64) -> Result<bool, DbError> {
+        Ok(self
+            .lock()
+            .offers
+            .get(event)
+            .is_some_and(|(_, seen)| seen.contains(&place)))
     }
 
     async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError> {

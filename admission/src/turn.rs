@@ -18,23 +18,44 @@ impl Admission {
         control: &Control,
     ) -> Result<(TicketState, UnixMs), AdmissionError> {
         let score = fairness::pre_score(&control.seed, &claims.ticket_id);
-        let args = || TicketArgs {
+        let args = |never_offered| TicketArgs {
             seq: claims.seq,
             pre: claims.pre_queue,
             score,
             epoch: &claims.epoch,
+            never_offered,
         };
-        let now = self.inner.cfg.clock.script_now();
-        match self.inner.backend.ticket(&claims.event, args(), now).await {
+        let script_now = self.inner.cfg.clock.script_now();
+        let found = match self
+            .inner
+            .backend
+            .ticket(&claims.event, args(false), script_now)
+            .await
+        {
             Err(BackendError::Lost) => {
                 self.recover(&claims.event, control).await?;
-                Ok(self
-                    .inner
+                self.inner
                     .backend
-                    .ticket(&claims.event, args(), now)
-                    .await?)
+                    .ticket(&claims.event, args(false), script_now)
+                    .await?
             }
-            other => Ok(other?),
+            other => other?,
+        };
+        match found {
+            // Behind the frontiers saved before a loss: the log of offers says whether the
+            // line passed it offered, or while its page slept through an earlier loss.
+            (TicketState::Behind, now) => {
+                if self.inner.db.was_offered(&claims.event, claims.seq).await? {
+                    Ok((TicketState::Lapsed, now))
+                } else {
+                    Ok(self
+                        .inner
+                        .backend
+                        .ticket(&claims.event, args(true), script_now)
+                        .await?)
+                }
+            }
+            found => Ok(found),
         }
     }
 
@@ -71,8 +92,9 @@ impl Admission {
         };
         Ok(match state {
             TicketState::Claimed => status::build(QueueStatus::Admitted, None, None, None),
-            // Redis forgets claims in a loss; the database does not.
-            TicketState::Lapsed => match self
+            // Redis forgets claims in a loss; the database does not. (`ticket_state` has
+            // judged a ticket behind the saved frontiers by then: it is here only if offered.)
+            TicketState::Lapsed | TicketState::Behind => match self
                 .inner
                 .db
                 .session(&claims.event, &claims.ticket_id)
@@ -222,7 +244,7 @@ impl Admission {
             .map(|h| h.feed.borrow().state)
             .unwrap_or_default();
         Ok(match state {
-            TicketState::Lapsed => AdmissionError::OfferLapsed,
+            TicketState::Lapsed | TicketState::Behind => AdmissionError::OfferLapsed,
             _ if snap_state == EventState::SoldOut => AdmissionError::SoldOut,
             _ if control.paused => AdmissionError::QueuePaused,
             _ => AdmissionError::NotYourTurn,

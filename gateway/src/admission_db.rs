@@ -250,7 +250,6 @@ impl AdmissionDb for StoreAdmissionDb {
             fifo_through: count(c.fifo_through),
             prequeue_through: c.prequeue_through,
             priority_through: c.priority_through,
-            fifo_returning: (count(c.fifo_returning_from), count(c.fifo_returning_to)),
         }))
     }
 
@@ -262,8 +261,6 @@ impl AdmissionDb for StoreAdmissionDb {
             fifo_through: i64::try_from(checkpoint.fifo_through).unwrap_or(i64::MAX),
             prequeue_through: checkpoint.prequeue_through,
             priority_through: checkpoint.priority_through,
-            fifo_returning_from: i64::try_from(checkpoint.fifo_returning.0).unwrap_or(i64::MAX),
-            fifo_returning_to: i64::try_from(checkpoint.fifo_returning.1).unwrap_or(i64::MAX),
         };
         self.store
             .save_checkpoint(&event_id(event)?, &saved)
@@ -303,6 +300,13 @@ impl AdmissionDb for StoreAdmissionDb {
         };
         tokio::try_join!(offers, joins).map_err(db_error)?;
         Ok(())
+    }
+
+    async fn was_offered(&self, event: &str, place: u64) -> Result<bool, DbError> {
+        self.store
+            .was_offered(&event_id(event)?, i64::try_from(place).unwrap_or(i64::MAX))
+            .await
+            .map_err(db_error)
     }
 }
 

@@ -143,10 +143,6 @@ pub struct QueueCheckpoint {
     pub prequeue_through: Option<f64>,
     /// The highest score the priority lane offered (a pre-queue rank, or a priority place).
     pub priority_through: Option<f64>,
-    /// FIFO places an earlier loss left to come back, `(from, to]` (empty when `to <= from`),
-    /// fixed for the epoch.
-    pub fifo_returning_from: i64,
-    pub fifo_returning_to: i64,
 }
 
 impl Store {
@@ -316,8 +312,7 @@ impl Store {
 
     pub async fn load_checkpoint(&self, event: &EventId) -> Result<Option<QueueCheckpoint>, Error> {
         Ok(sqlx::query_as::<_, QueueCheckpoint>(self.sql(
-            "select epoch, join_seq, served, fifo_through, prequeue_through, priority_through, \
-                 fifo_returning_from, fifo_returning_to \
+            "select epoch, join_seq, served, fifo_through, prequeue_through, priority_through \
                  from admission_checkpoints where event_id = $1",
         ))
         .bind(event.as_str())
@@ -334,10 +329,9 @@ impl Store {
     ) -> Result<(), Error> {
         sqlx::query(self.sql(
             "insert into admission_checkpoints \
-             (event_id, epoch, join_seq, served, fifo_through, prequeue_through, priority_through, \
-              fifo_returning_from, fifo_returning_to) \
+             (event_id, epoch, join_seq, served, fifo_through, prequeue_through, priority_through) \
              values ($1, $2, $3, $4, $5, nullif(cast($6 as double precision), -1), \
-                nullif(cast($7 as double precision), -1), $8, $9) \
+                nullif(cast($7 as double precision), -1)) \
              on conflict (event_id) do update set \
              join_seq = case when admission_checkpoints.epoch = excluded.epoch \
                 then GREATEST(admission_checkpoints.join_seq, excluded.join_seq) else excluded.join_seq end, \
@@ -354,8 +348,6 @@ impl Store {
                 then nullif(GREATEST(coalesce(admission_checkpoints.priority_through, -1), \
                     coalesce(excluded.priority_through, -1)), -1) \
                 else excluded.priority_through end, \
-             fifo_returning_from = excluded.fifo_returning_from, \
-             fifo_returning_to = excluded.fifo_returning_to, \
              epoch = excluded.epoch, updated_at = NOW",
         ))
         .bind(event.as_str())
@@ -368,8 +360,6 @@ impl Store {
         // now and then.
         .bind(checkpoint.prequeue_through.unwrap_or(-1.0))
         .bind(checkpoint.priority_through.unwrap_or(-1.0))
-        .bind(checkpoint.fifo_returning_from)
-        .bind(checkpoint.fifo_returning_to)
         .execute(&self.pool)
         .await?;
         Ok(())

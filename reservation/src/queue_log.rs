@@ -65,6 +65,19 @@ impl Store {
         Ok(())
     }
 
+    /// Whether the meter ever offered `place` (a lapsed or claimed offer included): after a
+    /// queue loss, the judge of a returning ticket the saved frontiers say was offered.
+    pub async fn was_offered(&self, event: &EventId, place: i64) -> Result<bool, Error> {
+        Ok(
+            sqlx::query(self.sql("select 1 from queue_offers where event_id = $1 and place = $2"))
+                .bind(event.as_str())
+                .bind(place)
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some(),
+        )
+    }
+
     /// Records the queue's cumulative join count in the current minute, keeping the greatest
     /// (instances and retries may report an older count late).
     pub async fn record_joins(&self, event: &EventId, joins_total: i64) -> Result<(), Error> {

@@ -97,6 +97,21 @@ async fn story(store: Store) {
     let ended = store.ended_holds(&event).await.unwrap();
     assert_eq!((seats.available, ended.sold, ended.returned), (4, 0, 1));
 
+    // The log of offers answers whether a place was ever offered, a priority place (numbered
+    // from 2^50) included: the judge of a ticket that comes back after a queue loss.
+    let priority_place = (1u64 << 50) + 2;
+    store
+        .record_offers(&event, &[3, priority_place], 20_000)
+        .await
+        .unwrap();
+    for (place, offered) in [(3, true), (4, false), (priority_place as i64, true)] {
+        assert_eq!(
+            store.was_offered(&event, place).await.unwrap(),
+            offered,
+            "place {place}"
+        );
+    }
+
     assert!(store.load_checkpoint(&event).await.unwrap().is_none());
     let cp = |epoch: &str, join_seq, served, prequeue_through| QueueCheckpoint {
         epoch: epoch.into(),
@@ -105,8 +120,6 @@ async fn story(store: Store) {
         fifo_through: join_seq - 1,
         prequeue_through,
         priority_through: None,
-        fifo_returning_from: 0,
-        fifo_returning_to: 0,
     };
     store
         .save_checkpoint(&event, &cp("e1", 10, 4, Some(0.625)))
@@ -147,17 +160,6 @@ async fn story(store: Store) {
         store.load_checkpoint(&event).await.unwrap(),
         Some(priority(Some(place))),
         "the priority lane's frontier moves forward only, to the place exactly"
-    );
-    // The places an earlier loss left to come back are kept as the epoch's recovery set them.
-    let returning = QueueCheckpoint {
-        fifo_returning_from: 40,
-        fifo_returning_to: 130,
-        ..priority(Some(place))
-    };
-    store.save_checkpoint(&event, &returning).await.unwrap();
-    assert_eq!(
-        store.load_checkpoint(&event).await.unwrap(),
-        Some(returning)
     );
     store
         .save_checkpoint(&event, &cp("e2", 2, 1, None))

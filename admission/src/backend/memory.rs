@@ -353,8 +353,6 @@ impl MemoryQueue {
                 now: clock.now_ms().max(now),
                 pq_through: q.pq_through,
                 p_through: q.p_through,
-                // Process memory is never lost while the process lives (`recover`).
-                fifo_returning: (0, 0),
                 offered,
                 pseq: q.pseq,
                 pahead: q.pz.len() as u64,

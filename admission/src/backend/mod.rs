@@ -66,10 +66,18 @@ pub(crate) struct JoinOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TicketState {
-    Waiting { ahead: u64 },
-    Offered { expires_ms: UnixMs },
+    Waiting {
+        ahead: u64,
+    },
+    Offered {
+        expires_ms: UnixMs,
+    },
     Claimed,
     Lapsed,
+    /// A ticket from before a loss, behind the frontiers saved then: offered before it, unless
+    /// its page slept through an earlier loss. The database's log of offers decides, and the
+    /// ticket is asked again with `never_offered` when it holds none.
+    Behind,
 }
 
 pub(crate) struct TicketArgs<'a> {
@@ -77,6 +85,9 @@ pub(crate) struct TicketArgs<'a> {
     pub pre: bool,
     pub score: f64,
     pub epoch: &'a str,
+    /// The database's log of offers holds none for this place: it comes back though behind
+    /// the saved frontiers.
+    pub never_offered: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,8 +142,6 @@ pub(crate) struct TickOutcome {
     /// The highest score the priority lane has offered (a pre-queue rank, or a place from
     /// `PRIORITY_BASE`); `None` before any.
     pub p_through: Option<f64>,
-    /// FIFO places an earlier loss left to come back, `(from, to]` (empty when `to <= from`).
-    pub fifo_returning: (u64, u64),
 }
 
 pub(crate) struct RecoverArgs<'a> {
@@ -146,8 +155,6 @@ pub(crate) struct RecoverArgs<'a> {
     pub fifo_floor: u64,
     pub pq_floor: Option<f64>,
     pub p_floor: Option<f64>,
-    /// The places an earlier loss left to come back, `(from, to]`: not behind `fifo_floor`.
-    pub fifo_returning: (u64, u64),
 }
 
 /// How long a claim in flight keeps its slot: covers a tick that read the active-session count

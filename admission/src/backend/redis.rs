@@ -251,6 +251,7 @@ impl RedisQueue {
             if args.pre { "1" } else { "0" }.to_owned(),
             args.score.to_string(),
             args.epoch.to_owned(),
+            if args.never_offered { "1" } else { "0" }.to_owned(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.ticket, event, now, &argv).await?)?;
         let state = match r.s.as_str() {
@@ -258,6 +259,7 @@ impl RedisQueue {
             "offered" => TicketState::Offered { expires_ms: r.exp },
             "claimed" => TicketState::Claimed,
             "lapsed" => TicketState::Lapsed,
+            "behind" => TicketState::Behind,
             other => return Err(BackendError::Reply(other.to_owned())),
         };
         Ok((state, r.now))
@@ -321,8 +323,6 @@ impl RedisQueue {
             p_through: String,
             pseq: u64,
             pahead: u64,
-            returning_from: u64,
-            returning_to: u64,
         }
         let argv = [
             args.opens_at_ms.to_string(),
@@ -365,7 +365,6 @@ impl RedisQueue {
             pahead: r.pahead,
             pq_through: score(&r.pq_through)?,
             p_through: score(&r.p_through)?,
-            fifo_returning: (r.returning_from, r.returning_to),
         })
     }
 
@@ -401,8 +400,6 @@ impl RedisQueue {
             args.fifo_floor.to_string(),
             args.pq_floor.map(|f| f.to_string()).unwrap_or_default(),
             args.p_floor.map(|f| f.to_string()).unwrap_or_default(),
-            args.fifo_returning.0.to_string(),
-            args.fifo_returning.1.to_string(),
         ];
         let r: Reply = parse(&self.run(&self.scripts.recover, event, now, &argv).await?)?;
         Ok(r.created)

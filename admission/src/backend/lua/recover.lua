@@ -1,7 +1,5 @@
 -- ARGV: now, new epoch, join seq floor, served floor, grace ms, opens_at_ms, FIFO served
--- through, pre-queue served through ('' = none), priority lane served through ('' = none),
--- the FIFO places that may still come back from an earlier loss: from, to (an empty range when
--- to <= from)
+-- through, pre-queue served through ('' = none), priority lane served through ('' = none)
 -- Idempotent across instances: the first to run it after a loss sets the floors.
 if ep then return cjson.encode({created = false}) end
 redis.call('SET', K.seq, ARGV[3])
@@ -14,15 +12,8 @@ if tonumber(ARGV[5]) > 0 then
   redis.call('SET', K.grace, string.format('%d', now + tonumber(ARGV[5])), 'PX', 6 * tonumber(ARGV[5]))
 end
 if now >= tonumber(ARGV[6]) then redis.call('SET', K.cur, ARGV[3]) end
--- The checkpointed frontiers: a returning ticket behind them was offered before the loss,
--- unless it is one of the places an earlier loss left to come back (rfrom, rto].
-redis.call('HSET', K.floor, 'fifo', ARGV[7], 'rfrom', ARGV[10], 'rto', ARGV[11])
--- This epoch's own such range, for its checkpoints: every FIFO place up to the new join count
--- past the lowest that may still come back. Those brought back wait in the general set behind
--- the cursor, which starts past them all, so the cursor alone would lapse them at a second loss.
-local from = tonumber(ARGV[7])
-if tonumber(ARGV[11]) > tonumber(ARGV[10]) then from = math.min(from, tonumber(ARGV[10])) end
-redis.call('HSET', K.floor, 'gfrom', string.format('%d', from), 'gto', ARGV[3])
+-- The checkpointed frontiers: a returning ticket behind them was offered before the loss.
+redis.call('HSET', K.floor, 'fifo', ARGV[7])
 if ARGV[8] ~= '' then
   redis.call('HSET', K.floor, 'pq', ARGV[8])
   redis.call('SET', K.pqf, ARGV[8])

@@ -125,6 +125,4 @@ return cjson.encode({offered = table.concat(offered, ','), served = served, curs
   ahead = zc, seq = seqn, open_offers = redis.call('ZCARD', K.offers),
   claiming = redis.call('ZCARD', K.pending), lapsed = num(K.lapsed), epoch = ep, now = now,
   pq_through = redis.call('GET', K.pqf) or '', pseq = num(K.pseq), pahead = pzc,
-  p_through = redis.call('GET', K.pf) or '',
-  returning_from = tonumber(redis.call('HGET', K.floor, 'gfrom') or '0'),
-  returning_to = tonumber(redis.call('HGET', K.floor, 'gto') or '0')})
+  p_through = redis.call('GET', K.pf) or ''})

@@ -1,4 +1,5 @@
--- ARGV: now, seq, pre ('1'|'0'), score, the token's epoch
+-- ARGV: now, seq, pre ('1'|'0'), score, the token's epoch, never offered ('1': the database's
+-- log of offers holds none for this place)
 if not ep then return cjson.encode({lost = true}) end
 local m = ARGV[2]
 local seq = tonumber(m)
@@ -24,7 +25,8 @@ if redis.call('SISMEMBER', K.adm, m) == 1 or redis.call('ZSCORE', K.pending, m) 
   return cjson.encode({s = 'claimed', now = now})
 end
 -- A ticket behind the frontiers saved before a loss was offered then (and lapsed, or was
--- claimed: the database knows): it does not come back ahead of the line.
+-- claimed: the database knows), unless its page slept through an earlier loss while the line
+-- moved past it: the database's log of offers decides (ARGV[6] = '1': it holds none).
 local function behind_floor()
   if priority then
     -- The priority lane's frontier is a score in its own set, ranks and places alike.
@@ -35,11 +37,11 @@ local function behind_floor()
     local pq = redis.call('HGET', K.floor, 'pq')
     return pq ~= false and tonumber(ARGV[4]) <= tonumber(pq)
   end
-  local f = redis.call('HMGET', K.floor, 'fifo', 'rfrom', 'rto')
-  local returning = seq > tonumber(f[2] or '0') and seq <= tonumber(f[3] or '0')
-  return seq <= tonumber(f[1] or '0') and not returning
+  return seq <= tonumber(redis.call('HGET', K.floor, 'fifo') or '0')
 end
-if ARGV[5] ~= ep and not behind_floor() and redis.call('SADD', K.rr, m) == 1 then
+if ARGV[5] ~= ep and redis.call('SISMEMBER', K.rr, m) == 0 then
+  if ARGV[6] ~= '1' and behind_floor() then return cjson.encode({s = 'behind', now = now}) end
+  redis.call('SADD', K.rr, m)
   -- Redis lost this place; the token brings it back at its old relative order, ahead of every
   -- arrival since the loss (their sequence numbers start past the checkpoint's margin).
   redis.call('ZADD', line, pscore, m)
