@@ -101,6 +101,9 @@ pub(crate) struct EventHandle {
     pub(crate) frontier: Mutex<Frontier>,
     /// The join count this instance last recorded for the timeline (`None`: not yet).
     pub(crate) last_joins_total: Mutex<Option<u64>>,
+    /// Offers this instance made whose log write failed, written again with the next
+    /// checkpoint: the log of offers judges tickets that come back after a queue loss.
+    pub(crate) unlogged_offers: Mutex<Vec<u64>>,
     pub(crate) recovering: tokio::sync::Mutex<()>,
     /// Ticked by the meter: the event exists and its queue is not closed (a tick that finds it
     /// closed clears this; the list of open events read each second sets it again).
@@ -199,6 +202,7 @@ impl Admission {
                     last_checkpoint_ms: Mutex::new(i64::MIN),
                     frontier: Mutex::new(Frontier::default()),
                     last_joins_total: Mutex::new(None),
+                    unlogged_offers: Mutex::new(Vec::new()),
                     recovering: tokio::sync::Mutex::new(()),
                     metered: AtomicBool::new(true),
                     seats_read: Mutex::new(None),

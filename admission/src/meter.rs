@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -132,6 +133,7 @@ impl Admission {
         let due = {
             let mut last = lock(&handle.last_checkpoint_ms);
             let due = !out.offered.is_empty()
+                || !lock(&handle.unlogged_offers).is_empty()
                 || out.now.saturating_sub(*last)
                     >= self.inner.cfg.checkpoint_every.as_millis() as i64;
             if due {
@@ -159,8 +161,13 @@ impl Admission {
                     joins
                 })
             };
+            let offered = {
+                let mut unlogged = std::mem::take(&mut *lock(&handle.unlogged_offers));
+                unlogged.extend_from_slice(&out.offered);
+                unlogged
+            };
             let log = TickLog {
-                offered: &out.offered,
+                offered: &offered,
                 offer_s: control.offer_s,
                 joins_total,
             };
@@ -171,8 +178,9 @@ impl Admission {
                     .map(|_| ())
             };
             if written.is_err() {
-                // Written again by the next checkpoint.
+                // Written again by the next checkpoint (a place logged twice keeps its first).
                 *lock(&handle.last_joins_total) = None;
+                keep_unlogged(&handle.unlogged_offers, offered);
             }
             written?;
         }
@@ -443,4 +451,21 @@ impl TickFailures {
             }
         }
     }
+}
+
+/// Offers kept for the log while the database cannot be written: a long outage keeps the
+/// newest this many (about 8 MB), and says it dropped the rest.
+const MAX_UNLOGGED_OFFERS: usize = 1_000_000;
+
+/// Puts offers whose log write failed back ahead of any kept since, dropping the oldest
+/// beyond `MAX_UNLOGGED_OFFERS`.
+fn keep_unlogged(unlogged: &Mutex<Vec<u64>>, mut offered: Vec<u64>) {
+    let mut kept = lock(unlogged);
+    offered.append(&mut kept);
+    let over = offered.len().saturating_sub(MAX_UNLOGGED_OFFERS);
+    if over > 0 {
+        tracing::warn!(dropped = over, "offers not written to the log of offers");
+        offered.drain(..over);
+    }
+    *kept = offered;
 }

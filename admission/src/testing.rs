@@ -29,6 +29,8 @@ struct State {
     /// Places offered per event, in the order the ticks recorded them (first write kept).
     offers: HashMap<String, (Vec<u64>, std::collections::HashSet<u64>)>,
     joins_total: HashMap<String, u64>,
+    /// While set, writing the log of offers fails, as a database that times out would.
+    offer_log_down: bool,
 }
 
 pub struct MemoryDb {
@@ -55,6 +57,11 @@ impl MemoryDb {
             .get(event)
             .map(|(order, _)| order.clone())
             .unwrap_or_default()
+    }
+
+    /// Makes writes of the log of offers fail (`true`) or succeed again.
+    pub fn set_offer_log_down(&self, down: bool) {
+        self.lock().offer_log_down = down;
     }
 
     /// The greatest join count recorded for `event`.
@@ -296,6 +303,9 @@ impl AdmissionDb for MemoryDb {
 
     async fn record_tick(&self, event: &str, log: &TickLog<'_>) -> Result<(), DbError> {
         let mut state = self.lock();
+        if state.offer_log_down {
+            return Err(DbError::new("the log of offers cannot be written"));
+        }
         let (order, seen) = state.offers.entry(event.to_owned()).or_default();
         for place in log.offered {
             if seen.insert(*place) {

@@ -75,6 +75,34 @@ async fn join_offer_claim(kind: Kind) {
 }
 every_backend!(join_offer_claim);
 
+/// Offers made while the log of offers cannot be written are written with a later tick: the log
+/// judges the tickets that come back after a queue loss, so none may be missing from it.
+async fn offers_the_log_missed_are_written_later(kind: Kind) {
+    let h = Harness::new(kind, "unlogged", |c| c.rate_per_min = 600).await;
+    h.tick().await;
+    let joined = h.join_n(5).await;
+    let seqs: Vec<u64> = joined.iter().map(|j| j.claims.seq).collect();
+    h.db.set_offer_log_down(true);
+    h.advance(TICK).await;
+    assert!(
+        h.adm.tick(&h.event).await.is_err(),
+        "the log cannot be written"
+    );
+    for _ in 0..10 {
+        h.advance(TICK).await;
+        let _ = h.adm.tick(&h.event).await;
+    }
+    // The offers stand in the queue all the same, and a claim may reach the edge.
+    assert!(joined.iter().all(|j| h.adm.turn_has_come(&j.claims)));
+    assert!(h.db.recorded_offers(&h.event).is_empty());
+    h.db.set_offer_log_down(false);
+    h.run(1, TICK).await;
+    let mut logged = h.db.recorded_offers(&h.event);
+    logged.sort_unstable();
+    assert_eq!(logged, seqs, "every offer made while the log was down");
+}
+every_backend!(offers_the_log_missed_are_written_later);
+
 /// A retried join with the same idempotency key keeps its place; unknown events are refused.
 async fn idempotent_join(kind: Kind) {
     let h = Harness::new(kind, "idem", |_| {}).await;
