@@ -174,7 +174,7 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
         let opens_ms = u64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
         return (opens_ms.saturating_sub(now_ms) / 1000 + 1).min(floor);
     }
-    let Update::Waiting { position, .. } = update else {
+    let Update::Waiting { position, wait, .. } = update else {
         return floor;
     };
     if snap.state != "open" {
@@ -182,8 +182,9 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
     let mut by_place = (2 + position / 100).min(within);
-    let soonest = match wait_estimate(snap, *position) {
-        Some((_, low, _)) => Some(low),
+    // The update already carries the range read from this snapshot.
+    let soonest = match wait {
+        Some((_, low, _)) => Some(*low),
         None => snap
             .cap
             .as_ref()
