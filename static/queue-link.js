@@ -34,8 +34,13 @@ export class QueueLink {
     this.score = undefined;
   }
 
-  start() {
-    this.poll();
+  /**
+   * firstReadS: when the page already shows what a read would tell (the join's answer), the
+   * seconds that answer asked it to wait before reading; without it (a reload) it reads at once.
+   */
+  start(firstReadS) {
+    if (firstReadS > 0) this.schedulePoll(firstReadS);
+    else this.poll();
     if ('WebSocket' in window) this.connect();
     else this.onConnection('polling');
     // A phone waking up or a network coming back: catch up at once instead of waiting out

@@ -166,7 +166,8 @@ function enterQueue(token, joined) {
   if (link) link.stop();
   if (joined) onUpdate(joined.status === 'waiting' || !joined.status ? { type: 'position', ...joined } : { type: 'status', ...joined });
   link = new QueueLink({ event, token, onUpdate, onConnection: connection });
-  link.start();
+  // The join's answer is what a first read would say: the first read waits as it asks.
+  link.start(joined ? Number(joined.retry_after_s) || 0 : 0);
   alerts.joined();
 }
 

@@ -36,6 +36,11 @@ pub struct Joined {
     pub estimated_wait_range_s: Option<(u64, u64)>,
     /// How likely a seat is left at this place (0–1; `None` when unknown).
     pub seat_chance: Option<f64>,
+    /// Seconds until the page's first read, at the pace a status read at this place gives:
+    /// the answer already carries the place, range and chance a read would, so a page that
+    /// just joined does not read the snapshot again at once (in a storm that read would be one
+    /// more per arrival, all of them while the crowd is still arriving).
+    pub retry_after_s: u64,
     pub claims: QueueClaims,
     /// Admitted at once, from the database alone (`fail_open` while the backend is down).
     pub admitted: Option<Admitted>,
@@ -446,7 +451,8 @@ impl Admission {
                 _ => (QueueStatus::Waiting, pos),
             }
         };
-        let est = status::build(status, position, Some(&snap), None);
+        let est = status::build(status, position, Some(&snap), None)
+            .until_opening(ms(control.opens_at), out.now);
         Ok(Joined {
             queue_token,
             ticket_id,
@@ -455,6 +461,7 @@ impl Admission {
             estimated_wait_s: est.estimated_wait_s,
             estimated_wait_range_s: est.estimated_wait_range_s,
             seat_chance: est.seat_chance,
+            retry_after_s: est.retry_after_s,
             claims,
             admitted: None,
         })

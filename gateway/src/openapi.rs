@@ -365,6 +365,8 @@ fn joined_schema() -> Value {
             "minItems": 2, "maxItems": 2, "description": "[low, high] seconds: the range the wait falls in, from the rate and how fast the cap turns over (null while offers are held, or beyond the cap's free places until that is known)"},
         "seat_chance": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
             "description": "how likely a seat is left at this place (null when unknown)"},
+        "retry_after_s": {"type": "integer", "minimum": 1,
+            "description": "seconds until the page's first read of the queue snapshot (or status): this answer already tells what a read would, so reading at once is one more request per arrival"},
         "lane": {"type": "string", "enum": ["priority"], "description": "present for the priority lane only"},
     }})
 }

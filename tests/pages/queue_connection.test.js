@@ -76,14 +76,18 @@ test('without WebSockets the page polls the snapshot (the status only at its tur
     window.WebSocket.OPEN = 1;
   });
   const page = await h.openPage(browser, `/events/${event}`, { context });
-  // Every snapshot and status read: when it left and came back (the browser's own timing),
-  // what it said and the wait it implies. A 304 reuses the snapshot read before it.
+  // The join and every snapshot and status read: when it left and came back (the browser's own
+  // timing), what it said and the wait it implies. A 304 reuses the snapshot read before it.
+  // The join's answer already tells what a first read would, so the first read waits as asked.
   const polls = [];
   let lastSnapshot = null;
   page.on('response', async (res) => {
     const path = new URL(res.url()).pathname;
-    const kind = /\/queue\/status$/.test(path) ? 'status' : /\/queue\/snapshot$/.test(path) ? 'snapshot' : null;
-    if (res.request().method() !== 'GET' || !kind) return;
+    const method = res.request().method();
+    const kind = method === 'POST' && /\/queue$/.test(path) ? 'join'
+      : method !== 'GET' ? null
+      : /\/queue\/status$/.test(path) ? 'status' : /\/queue\/snapshot$/.test(path) ? 'snapshot' : null;
+    if (!kind) return;
     const notModified = res.status() === 304;
     const body = notModified ? lastSnapshot : await res.json().catch(() => null);
     if (!body) return;
@@ -92,8 +96,8 @@ test('without WebSockets the page polls the snapshot (the status only at its tur
     if (!notModified) await res.finished().catch(() => null);
     const t = res.request().timing();
     const token = (await stored(page, event).catch(() => null))?.token;
-    const retry = kind === 'status' ? body.retry_after_s : token ? snapshotRetry(body, token) : null;
-    polls.push({ kind, start: t.startTime, end: t.startTime + t.responseEnd, retry, status: kind === 'status' ? body.status : body.state });
+    const retry = kind !== 'snapshot' ? body.retry_after_s : token ? snapshotRetry(body, token) : null;
+    polls.push({ kind, start: t.startTime, end: t.startTime + t.responseEnd, retry, status: kind === 'snapshot' ? body.state : body.status });
   });
   await h.waitForView(page, 'landing');
   await page.click('#join');
@@ -112,6 +116,7 @@ test('without WebSockets the page polls the snapshot (the status only at its tur
   const gaps = polls.slice(1).map((p, i) => ({ after: polls[i].status, kind: polls[i].kind, next: p.kind, retry: polls[i].retry, gap: p.start - polls[i].end }))
     .filter((g) => !(g.kind === 'snapshot' && g.next === 'status') && typeof g.retry === 'number');
   assert.ok(gaps.filter((g) => g.after === 'open').length >= 1 && gaps.filter((g) => g.after === 'offered').length >= 2, `reads while waiting and offered: ${JSON.stringify(gaps)}`);
+  assert.equal(gaps[0].kind, 'join', `the first read follows the join's answer: ${JSON.stringify(gaps)}`);
   assert.ok(new Set(gaps.map((g) => g.retry)).size >= 2, `different intervals were asked for: ${JSON.stringify(gaps)}`);
   for (const g of gaps) {
     assert.ok(g.gap >= g.retry * 1000 * 0.85 - 150 && g.gap <= g.retry * 1000 * 1.15 + 400,

@@ -63,6 +63,7 @@ pub(crate) async fn join(
         lane: joined.claims.lane,
         position: joined.position,
         queue_token: &joined.queue_token,
+        retry_after_s: joined.retry_after_s,
         seat_chance: joined.seat_chance,
         session_expires_at: admitted.map(|a| rfc3339(crate::clock::ms(a.session_expires_at))),
         status: joined.status,
@@ -86,6 +87,8 @@ struct JoinBody<'a> {
     lane: Lane,
     position: Option<u64>,
     queue_token: &'a str,
+    /// When the page reads first: the answer is already what a read would tell it.
+    retry_after_s: u64,
     seat_chance: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_expires_at: Option<String>,

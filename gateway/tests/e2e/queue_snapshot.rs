@@ -133,6 +133,11 @@ async fn a_pre_queue_page_reads_at_the_opening_and_finds_the_seed_in_the_snapsho
             json!({"opens_at": opens_at, "admission": {"rate_per_min": 60, "max_active": 100}}),
         )
         .await;
+    let joined = app.join_queue_raw(&event).await.expect(201);
+    // The join's answer already says what a first read would: read again a second past the
+    // opening, not at once.
+    let first_read = joined.body["retry_after_s"].as_u64().unwrap_or(0);
+    assert!((1..=5).contains(&first_read), "{}", joined.body);
     let queued = app.join_queue(&event).await;
     let before = app.queue_status(&queued).await.expect(200);
     assert_eq!(before.body["status"], "pre_queue", "{}", before.body);
@@ -219,6 +224,11 @@ async fn far_back_buyers_read_as_often_as_the_crowd_allows() {
     // By its place alone the last buyer would read every 2 + position / 100 seconds (11).
     assert!(2 + position / 100 > within, "{status} {body}");
     assert_eq!(status["retry_after_s"].as_u64(), Some(within), "{status}");
+    // One more buyer is told the same pace by the join's own answer: its page holds what a
+    // first read would tell, so it does not read at once.
+    let joined = app.join_queue_raw(&event).await.expect(201).body;
+    assert_eq!(joined["status"], "waiting", "{joined}");
+    assert_eq!(joined["retry_after_s"].as_u64(), Some(within), "{joined}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -88,6 +88,7 @@ async fn journey(ctx: &Ctx, plan: &Plan) -> Journey {
         chance_place: None,
         told_waiting: joined.told_place,
         unanswered: false,
+        first_read_at: joined.first_read_at,
     };
     let outcome = wait_and_buy(ctx, plan, &joined, &mut waiter, place).await;
     (outcome, waiter.chance, waiter.chance_place)
@@ -210,6 +211,8 @@ struct Joined {
     chance: Option<Option<f64>>,
     /// Whether the join's answer told the buyer its place (waiting or paused).
     told_place: bool,
+    /// When the page reads first: the join's answer asked it to wait (`retry_after_s`).
+    first_read_at: Option<Instant>,
 }
 
 async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
@@ -258,6 +261,11 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     eta,
                     chance,
                     told_place: a.body.get("position").is_some_and(|p| !p.is_null()),
+                    first_read_at: a
+                        .body
+                        .get("retry_after_s")
+                        .and_then(Value::as_u64)
+                        .map(|s| Instant::now() + super::waiting::page_wait(s)),
                 });
             }
             Some(a) if a.code() == "sold_out" => {
@@ -269,6 +277,7 @@ async fn join(ctx: &Ctx, plan: &Plan) -> Option<Joined> {
                     eta: None,
                     chance: None,
                     told_place: false,
+                    first_read_at: None,
                 });
             }
             Some(a) if matches!(a.status.as_u16(), 429 | 503) => {

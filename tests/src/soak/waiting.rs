@@ -77,6 +77,16 @@ pub struct Waiter<'a> {
     /// Whether a read went unanswered before the buyer was told its place: such a buyer was
     /// left without a wait, not offered at its first word.
     pub unanswered: bool,
+    /// When the first read is due: the join's answer told what it would, and asked the page
+    /// to wait (`None`: read at once).
+    pub first_read_at: Option<Instant>,
+}
+
+/// How long a page waits when told `seconds`: its own jitter (0.9–1.1 ×), so a crowd told the
+/// same interval spreads out.
+pub fn page_wait(seconds: u64) -> Duration {
+    let jitter = 0.9 + rand::random::<f64>() * 0.2;
+    Duration::from_secs_f64(seconds.clamp(1, 120) as f64 * jitter)
 }
 
 impl Waiter<'_> {
@@ -228,6 +238,9 @@ impl Waiter<'_> {
         let mut last: Option<(page::Snapshot, Option<String>)> = None;
         let mut score: Option<f64> = None;
         let mut near_front = false;
+        if let Some(at) = self.first_read_at.take() {
+            tokio::time::sleep_until(at.min(self.ctx.deadline)).await;
+        }
         loop {
             if Instant::now() >= self.ctx.deadline {
                 return Turn::TimedOut;
@@ -280,10 +293,7 @@ impl Waiter<'_> {
                 Ok(turn) => return turn,
                 Err(s) => s,
             };
-            // The page's own jitter (0.9–1.1 ×), so a crowd told the same interval spreads out.
-            let jitter = 0.9 + rand::random::<f64>() * 0.2;
-            let wait = Duration::from_secs_f64(wait_s.clamp(1, 120) as f64 * jitter);
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep(page_wait(wait_s)).await;
         }
     }
 
