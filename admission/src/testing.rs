@@ -2,6 +2,8 @@
 //! gateway's tests exercise the real one against PostgreSQL.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -31,6 +33,8 @@ struct State {
     joins_total: HashMap<String, u64>,
     /// While set, writing the log of offers fails, as a database that times out would.
     offer_log_down: bool,
+    /// Awaited once, the next time the log of offers is asked about a place.
+    before_lookup: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 pub struct MemoryDb {
@@ -62,6 +66,12 @@ impl MemoryDb {
     /// Makes writes of the log of offers fail (`true`) or succeed again.
     pub fn set_offer_log_down(&self, down: bool) {
         self.lock().offer_log_down = down;
+    }
+
+    /// Runs `step` the next time the log of offers is asked whether a place was offered, before
+    /// it answers: what else happens while a returning ticket's status waits on the database.
+    pub fn before_next_lookup(&self, step: impl Future<Output = ()> + Send + 'static) {
+        self.lock().before_lookup = Some(Box::pin(step));
     }
 
     /// The greatest join count recorded for `event`.
@@ -294,6 +304,10 @@ impl AdmissionDb for MemoryDb {
     }
 
     async fn was_offered(&self, event: &str, place: u64) -> Result<bool, DbError> {
+        let step = self.lock().before_lookup.take();
+        if let Some(step) = step {
+            step.await;
+        }
         Ok(self
             .lock()
             .offers

@@ -26,33 +26,31 @@ impl Admission {
             never_offered,
         };
         let script_now = self.inner.cfg.clock.script_now();
-        let found = match self
-            .inner
-            .backend
-            .ticket(&claims.event, args(false), script_now)
-            .await
-        {
-            Err(BackendError::Lost) => {
-                self.recover(&claims.event, control).await?;
-                self.inner
-                    .backend
-                    .ticket(&claims.event, args(false), script_now)
-                    .await?
+        // Either question may find the queue lost (the second one after the database's
+        // answer, too): it is recovered and asked again.
+        let ask = async |never_offered| -> Result<(TicketState, UnixMs), AdmissionError> {
+            let backend = &self.inner.backend;
+            match backend
+                .ticket(&claims.event, args(never_offered), script_now)
+                .await
+            {
+                Err(BackendError::Lost) => {
+                    self.recover(&claims.event, control).await?;
+                    Ok(backend
+                        .ticket(&claims.event, args(never_offered), script_now)
+                        .await?)
+                }
+                other => Ok(other?),
             }
-            other => other?,
         };
-        match found {
+        match ask(false).await? {
             // Behind the frontiers saved before a loss: the log of offers says whether the
             // line passed it offered, or while its page slept through an earlier loss.
             (TicketState::Behind, now) => {
                 if self.inner.db.was_offered(&claims.event, claims.seq).await? {
                     Ok((TicketState::Lapsed, now))
                 } else {
-                    Ok(self
-                        .inner
-                        .backend
-                        .ticket(&claims.event, args(true), script_now)
-                        .await?)
+                    ask(true).await
                 }
             }
             found => Ok(found),

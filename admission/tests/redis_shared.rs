@@ -400,6 +400,35 @@ async fn a_second_wipe_keeps_the_places_still_waiting_from_the_first() {
     drop(own);
 }
 
+/// The queue lost again while a returning ticket's status waits on the log of offers: the
+/// question asked after the database's answer recovers the queue too, and the buyer is told
+/// its place rather than an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_while_the_log_of_offers_answers_is_recovered() {
+    let (own, h) = own_redis_harness("flush-mid-status", 1_000).await;
+    let before = h.join_n(60).await;
+    let offered_first = h.run(20, TICK).await;
+    let asleep = before
+        .iter()
+        .find(|j| !offered_first.contains(&j.claims.seq))
+        .expect("a place still waiting");
+    flushall(&own.url).await;
+    // Newcomers are offered after the loss, so the checkpoint's frontier passes every place
+    // from before it, and the sleeping page's place is judged by the log of offers.
+    let newcomers = h.join_n(5).await;
+    let between = offers_until(&h, newcomers.len()).await;
+    assert!(!between.contains(&asleep.claims.seq), "{between:?}");
+    flushall(&own.url).await;
+    let url = own.url.clone();
+    h.db.before_next_lookup(async move { flushall(&url).await });
+    let st = h.adm.status(&asleep.claims).await.expect("status");
+    assert_eq!(st.status, QueueStatus::Waiting, "{st:?}");
+    // Its place was registered again in the queue recovered the third time: it is offered.
+    let after = offers_until(&h, 1).await;
+    assert!(after.contains(&asleep.claims.seq), "{after:?}");
+    drop(own);
+}
+
 /// The pre-queue's frontier survives a wipe too: pre-queue tickets offered before it are told
 /// their turn passed, and the rest come back in their seeded order, ahead of later arrivals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
