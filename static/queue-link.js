@@ -26,6 +26,7 @@ export class QueueLink {
     this.failures = 0;
     this.stopped = false;
     this.pollTimer = null;
+    this.pollDueAt = null;
     this.wsTimer = null;
     this.lastPushAt = 0;
     this.claims = tokenClaims(token);
@@ -96,6 +97,7 @@ export class QueueLink {
     let plannedDelay = null;
     ws.onopen = () => {
       clearTimeout(this.pollTimer);
+      this.pollDueAt = null;
       this.onConnection('live');
     };
     ws.onmessage = (ev) => {
@@ -128,9 +130,12 @@ export class QueueLink {
     ws.onclose = () => {
       if (this.ws === ws) this.ws = null;
       if (this.stopped || fatal) return;
+      // A socket that never opened missed nothing: a read already planned (the join's first)
+      // keeps its time rather than coming forward for every joiner whose socket is refused.
+      const next = Math.max(1, this.plannedReadInS());
       if (replaced) {
         this.onConnection('polling');
-        this.schedulePoll(1);
+        this.schedulePoll(next);
         return;
       }
       if (plannedDelay !== null) {
@@ -139,7 +144,7 @@ export class QueueLink {
       } else {
         this.scheduleReconnect();
       }
-      this.schedulePoll(1);
+      this.schedulePoll(next);
     };
   }
 
@@ -157,7 +162,14 @@ export class QueueLink {
     clearTimeout(this.pollTimer);
     if (this.stopped) return;
     const jitter = 0.9 + Math.random() * 0.2;
-    this.pollTimer = setTimeout(() => this.poll(), Math.max(0.5, seconds) * 1000 * jitter);
+    const ms = Math.max(0.5, seconds) * 1000 * jitter;
+    this.pollDueAt = performance.now() + ms;
+    this.pollTimer = setTimeout(() => this.poll(), ms);
+  }
+
+  /** Seconds until the read already planned; 0 when none is. */
+  plannedReadInS() {
+    return this.pollDueAt === null ? 0 : Math.max(0, (this.pollDueAt - performance.now()) / 1000);
   }
 
   /**
@@ -166,6 +178,8 @@ export class QueueLink {
    */
   async poll() {
     if (this.stopped) return;
+    clearTimeout(this.pollTimer);
+    this.pollDueAt = null;
     let next = 5;
     const sentAt = performance.now();
     try {

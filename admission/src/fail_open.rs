@@ -77,7 +77,7 @@ impl Admission {
             estimated_wait_s: None,
             estimated_wait_range_s: None,
             seat_chance: None,
-            retry_after_s: status::retry_after_s(QueueStatus::Admitted, None, None, 0),
+            retry_after_s: status::build(QueueStatus::Admitted, None, None, None).retry_after_s,
             claims,
             admitted: Some(admitted),
         })

@@ -26,34 +26,36 @@ impl Admission {
             never_offered,
         };
         let script_now = self.inner.cfg.clock.script_now();
-        // Either question may find the queue lost (the second one after the database's
-        // answer, too): it is recovered and asked again.
-        let ask = async |never_offered| -> Result<(TicketState, UnixMs), AdmissionError> {
-            let backend = &self.inner.backend;
-            match backend
-                .ticket(&claims.event, args(never_offered), script_now)
-                .await
-            {
-                Err(BackendError::Lost) => {
+        let backend = &self.inner.backend;
+        // A queue lost under either question is recovered and the questions start over, so the
+        // log's answer is always read after the last recovery, never carried across one (a place
+        // brought back and offered meanwhile would otherwise be registered again). Two losses
+        // in one read are recovered; a third is the outage it looks like.
+        let mut recoveries = 0;
+        loop {
+            let found = match backend.ticket(&claims.event, args(false), script_now).await {
+                Err(BackendError::Lost) if recoveries < 2 => {
                     self.recover(&claims.event, control).await?;
-                    Ok(backend
-                        .ticket(&claims.event, args(never_offered), script_now)
-                        .await?)
+                    recoveries += 1;
+                    continue;
                 }
-                other => Ok(other?),
-            }
-        };
-        match ask(false).await? {
+                other => other?,
+            };
             // Behind the frontiers saved before a loss: the log of offers says whether the
             // line passed it offered, or while its page slept through an earlier loss.
-            (TicketState::Behind, now) => {
-                if self.inner.db.was_offered(&claims.event, claims.seq).await? {
-                    Ok((TicketState::Lapsed, now))
-                } else {
-                    ask(true).await
-                }
+            let (TicketState::Behind, now) = found else {
+                return Ok(found);
+            };
+            if self.inner.db.was_offered(&claims.event, claims.seq).await? {
+                return Ok((TicketState::Lapsed, now));
             }
-            found => Ok(found),
+            match backend.ticket(&claims.event, args(true), script_now).await {
+                Err(BackendError::Lost) if recoveries < 2 => {
+                    self.recover(&claims.event, control).await?;
+                    recoveries += 1;
+                }
+                other => return Ok(other?),
+            }
         }
     }
 

@@ -420,9 +420,18 @@ async fn a_loss_while_the_log_of_offers_answers_is_recovered() {
     assert!(!between.contains(&asleep.claims.seq), "{between:?}");
     flushall(&own.url).await;
     let url = own.url.clone();
-    h.db.before_next_lookup(async move { flushall(&url).await });
+    let lost_meanwhile = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = lost_meanwhile.clone();
+    h.db.before_next_lookup(async move {
+        flushall(&url).await;
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
     let st = h.adm.status(&asleep.claims).await.expect("status");
     assert_eq!(st.status, QueueStatus::Waiting, "{st:?}");
+    assert!(
+        lost_meanwhile.load(std::sync::atomic::Ordering::SeqCst),
+        "the queue was lost while the log of offers answered"
+    );
     // Its place was registered again in the queue recovered the third time: it is offered.
     let after = offers_until(&h, 1).await;
     assert!(after.contains(&asleep.claims.seq), "{after:?}");

@@ -60,21 +60,32 @@ function snapshotRetry(snap, token) {
   return Math.max(floor, byPlace);
 }
 
+/**
+ * A browser context whose sockets never open: 'blocked', the constructor fails; 'refused', each
+ * socket closes unopened, as behind a proxy that refuses the upgrade.
+ */
+async function contextWithoutSockets(how) {
+  const context = await browser.newContext();
+  await context.addInitScript((refused) => {
+    window.WebSocket = class {
+      constructor() {
+        if (!refused) throw new Error('WebSockets are blocked here');
+        setTimeout(() => this.onclose && this.onclose({ code: 1006 }), 20);
+      }
+      close() {}
+    };
+    window.WebSocket.OPEN = 1;
+  }, how === 'refused');
+  return context;
+}
+
 test('without WebSockets the page polls the snapshot (the status only at its turn) and still reaches it', { timeout: 90000 }, async () => {
   // 100+ ahead: by its place the page would read every 3 s, but a crowd this small may read
   // every 2 s (the snapshot's read_within_s).
   const event = await h.createEvent('polling', { admission: { rate_per_min: 1, max_active: 1000 } });
   for (let i = 0; i < 11; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
-  const context = await browser.newContext();
   // A network that blocks WebSockets: the constructor fails.
-  await context.addInitScript(() => {
-    window.WebSocket = class {
-      constructor() {
-        throw new Error('WebSockets are blocked here');
-      }
-    };
-    window.WebSocket.OPEN = 1;
-  });
+  const context = await contextWithoutSockets('blocked');
   const page = await h.openPage(browser, `/events/${event}`, { context });
   // The join and every snapshot and status read: when it left and came back (the browser's own
   // timing), what it said and the wait it implies. A 304 reuses the snapshot read before it.
@@ -125,6 +136,32 @@ test('without WebSockets the page polls the snapshot (the status only at its tur
 
   await page.click('#claim');
   await h.waitForView(page, 'seats');
+  assert.deepEqual(page.errors, []);
+  await context.close();
+});
+
+test('a socket refused before it opens does not bring the join\'s first read forward', { timeout: 60000 }, async () => {
+  const event = await h.createEvent('refused', { admission: { rate_per_min: 1, max_active: 1000 } });
+  for (let i = 0; i < 11; i += 1) await Promise.all(Array.from({ length: 10 }, () => h.joinByApi(event)));
+  // A proxy that refuses the upgrade: each socket closes without ever opening.
+  const context = await contextWithoutSockets('refused');
+  const page = await h.openPage(browser, `/events/${event}`, { context });
+  let joined = null;
+  const reads = [];
+  page.on('response', async (res) => {
+    const path = new URL(res.url()).pathname;
+    if (res.request().method() === 'POST' && /\/queue$/.test(path)) {
+      const at = Date.now();
+      joined = { at, retry: (await res.json()).retry_after_s };
+    } else if (/\/queue\/snapshot$/.test(path) && joined) reads.push(Date.now());
+  });
+  await h.waitForView(page, 'landing');
+  await page.click('#join');
+  await h.waitForView(page, 'waiting');
+  for (let end = Date.now() + 15000; reads.length < 1 && Date.now() < end;) await h.sleep(100);
+  assert.ok(joined && joined.retry >= 2 && reads.length >= 1, `a read after the join: ${JSON.stringify({ joined, reads })}`);
+  const gap = reads[0] - joined.at;
+  assert.ok(gap >= joined.retry * 1000 * 0.85 - 150, `the join asked for ${joined.retry} s and the first read came after ${gap} ms`);
   assert.deepEqual(page.errors, []);
   await context.close();
 });

@@ -136,6 +136,7 @@ async fn a_pre_queue_page_reads_at_the_opening_and_finds_the_seed_in_the_snapsho
     let joined = app.join_queue_raw(&event).await.expect(201);
     // The join's answer already says what a first read would: read again a second past the
     // opening, not at once.
+    assert_eq!(joined.body["status"], "pre_queue", "{}", joined.body);
     let first_read = joined.body["retry_after_s"].as_u64().unwrap_or(0);
     assert!((1..=5).contains(&first_read), "{}", joined.body);
     let queued = app.join_queue(&event).await;
