@@ -132,9 +132,12 @@ export function seatChance(snap, position) {
  * Seconds until the next snapshot read: the snapshot's own, longer far back but never past its
  * `read_within_s`, the spacing at which the whole crowd reads as often as the front can answer
  * (status.rs), nor past half the soonest the offer may come: the range's low end, or before
- * the wait is known the place at the offer rate (wait.rs `soonest_offer_s`). Before the
- * opening, a second past it (offers start then and last only the offer's seconds), judged by
- * `serverNowMs` (the answer's Date header), never later than the snapshot's own interval.
+ * the wait is known the place at the offer rate (wait.rs `soonest_offer_s`). Paused or sold
+ * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
+ * after a sell-out): the front reads at the snapshot's own interval, far back within
+ * `read_within_s`. Before the opening, a second past it (offers start then and last only the
+ * offer's seconds), judged by `serverNowMs` (the answer's Date header), never later than the
+ * snapshot's own interval.
  */
 export function nextReadS(snap, position, estimate, serverNowMs) {
   const floor = Number(snap?.retry_after_s) || 5;
@@ -144,12 +147,14 @@ export function nextReadS(snap, position, estimate, serverNowMs) {
     const untilS = Math.floor(Math.max(0, opens - serverNowMs) / 1000);
     return Math.min(untilS + 1, floor);
   }
-  if (snap?.state !== 'open' || typeof position !== 'number') return floor;
+  if (!['open', 'paused', 'sold_out'].includes(snap?.state) || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);
   let byPlace = Math.min(2 + Math.floor(position / 100), within);
-  const rate = (Number(snap.cap?.offer_rate_per_min) || 0) / 60;
-  const soonest = estimate ? estimate[1] : rate > 0 ? Math.floor((position + 1) / rate) : null;
-  if (soonest !== null) byPlace = Math.min(byPlace, Math.max(Math.floor(soonest / 2), 1));
+  if (snap.state === 'open') {
+    const rate = (Number(snap.cap?.offer_rate_per_min) || 0) / 60;
+    const soonest = estimate ? estimate[1] : rate > 0 ? Math.floor((position + 1) / rate) : null;
+    if (soonest !== null) byPlace = Math.min(byPlace, Math.max(Math.floor(soonest / 2), 1));
+  }
   return Math.max(floor, byPlace);
 }
 
@@ -166,7 +171,7 @@ export function updateFromSnapshot(snap, claims, score) {
   // Near the front the page asks the server, which knows of its offer to the second.
   const perPoll = ((Number(snap.outflow_per_min) || 0) / 60) * 4;
   if (position < Math.max(3, perPoll)) return null;
-  if (snap.state === 'sold_out') return { type: 'status', status: 'sold_out' };
+  if (snap.state === 'sold_out') return { type: 'status', status: 'sold_out', position };
   const chance = seatChance(snap, position);
   if (snap.state === 'paused') return { type: 'status', status: 'paused', position, seat_chance: chance };
   const estimate = waitEstimate(snap, position);

@@ -70,6 +70,16 @@ pub(crate) fn pre_queue_read_s(opens_at_ms: UnixMs, now_ms: UnixMs) -> u64 {
     until_s.saturating_add(1).clamp(1, PRE_QUEUE_READ_S)
 }
 
+/// How often a page near the front reads while offers are paused: the snapshot's own pace.
+const PAUSED_READ_S: u64 = crate::public::retry_after_s(crate::snapshot::EventState::Paused);
+/// How often an app near the front asks once the event is sold out.
+const SOLD_OUT_READ_S: u64 = 30;
+
+/// Reads spaced by place (`2 + ahead ÷ 100` s), never past `within`, the crowd's spacing.
+fn by_place(position: Option<u64>, within: u64) -> u64 {
+    (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S))
+}
+
 /// The longest a waiting page goes between two reads, far back in a small crowd.
 pub(crate) const FAR_BACK_READ_S: u64 = 120;
 
@@ -96,15 +106,17 @@ pub(crate) fn retry_after_s(
     match status {
         QueueStatus::Offered => 1,
         QueueStatus::Waiting => {
-            let by_place = (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S));
+            let by_place = by_place(position, within);
             match soonest {
                 Some(soonest) => by_place.min((soonest / 2).max(1)),
                 None => by_place,
             }
         }
         QueueStatus::PreQueue => PRE_QUEUE_READ_S,
-        QueueStatus::Paused => 10,
-        QueueStatus::SoldOut => 30,
+        // A pause may last minutes and tabs stay open after a sell-out (seats may come back):
+        // the crowd keeps its spacing by place, the front at the snapshot's pace or slower.
+        QueueStatus::Paused => by_place(position, within).max(PAUSED_READ_S),
+        QueueStatus::SoldOut => by_place(position, within).max(SOLD_OUT_READ_S),
         QueueStatus::Admitted | QueueStatus::OfferLapsed | QueueStatus::Closed => 60,
     }
 }
@@ -284,6 +296,34 @@ mod tests {
         assert!(
             (1.05..1.15).contains(&(by_rate / by_place)),
             "{by_rate} reads a second against {by_place}"
+        );
+    }
+
+    #[test]
+    fn paused_or_sold_out_the_crowd_keeps_its_spacing() {
+        // 490,000 waiting through a pause of minutes, or with tabs left open after a sell-out:
+        // far back they read within 49 s, as while open, not every few seconds (98,000 reads
+        // a second at 5 s); the front at the snapshot's own pace.
+        let within = read_within_s(490_000, 10_000);
+        for status in [QueueStatus::Paused, QueueStatus::SoldOut] {
+            assert_eq!(
+                retry_after_s(status, Some(400_000), None, within),
+                49,
+                "{status:?}"
+            );
+        }
+        assert_eq!(
+            retry_after_s(QueueStatus::Paused, Some(150), None, within),
+            5
+        );
+        assert_eq!(
+            retry_after_s(QueueStatus::SoldOut, Some(150), None, within),
+            30
+        );
+        assert_eq!(
+            retry_after_s(QueueStatus::Paused, Some(150), None, within),
+            crate::public::retry_after_s(EventState::Paused),
+            "near the front a paused page reads at the snapshot's pace"
         );
     }
 

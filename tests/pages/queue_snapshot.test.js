@@ -112,7 +112,15 @@ test('far back, the page reads again within the snapshot\'s read_within_s', asyn
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, null), 49);
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 300, null), 5, 'near the front the place decides');
   assert.equal(nextReadS({ ...open, read_within_s: 49 }, 400000, [40, 30, 60]), 15, 'half the soonest wait');
-  assert.equal(nextReadS({ ...open, state: 'paused', retry_after_s: 5, read_within_s: 49 }, 400000, null), 5);
+  // Paused or sold out the crowd keeps its spacing: a pause may last minutes, and tabs stay
+  // open after a sell-out in case seats come back; the front still reads at the snapshot's pace.
+  const paused = { ...open, state: 'paused', retry_after_s: 5, read_within_s: 49 };
+  assert.equal(nextReadS(paused, 400000, null), 49, 'paused, far back: the crowd\'s spacing');
+  assert.equal(nextReadS(paused, 150, null), 5, 'paused, near the front: the snapshot\'s pace');
+  const soldOut = { ...open, state: 'sold_out', retry_after_s: 10, read_within_s: 49 };
+  assert.equal(nextReadS(soldOut, 400000, null), 49, 'sold out, far back: the crowd\'s spacing');
+  assert.equal(nextReadS(soldOut, 150, null), 10, 'sold out, near the front: the snapshot\'s pace');
+  assert.equal(nextReadS(soldOut, undefined, null), 10, 'no place known: the snapshot\'s pace');
   // The cap full and the wait not known yet: 3,000 ahead at 150 a second come no sooner than
   // 20 s, so the page reads again within 10 s and hears its wait once it is known.
   const filling = { ...open, read_within_s: 49, cap: { size: 1500, free: 0, offer_rate_per_min: 9000, held_s: null } };

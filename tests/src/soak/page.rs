@@ -80,7 +80,9 @@ pub enum Update {
         wait: Option<(u64, u64, u64)>,
         chance: Option<f64>,
     },
-    Paused,
+    Paused {
+        position: u64,
+    },
     PreQueue,
     SoldOut,
     Closed,
@@ -131,7 +133,7 @@ pub fn read(snap: &Snapshot, claims: &Claims, score: Option<f64>) -> Option<Upda
     }
     match snap.state.as_str() {
         "sold_out" => Some(Update::SoldOut),
-        "paused" => Some(Update::Paused),
+        "paused" => Some(Update::Paused { position }),
         _ => Some(Update::Waiting {
             position,
             wait: wait_estimate(snap, position),
@@ -159,8 +161,9 @@ pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
 
 /// Seconds until the next read (`nextReadS`): the snapshot's own, longer far back, never past
 /// its `read_within_s` nor half the soonest the offer may come (the range's low end, or the
-/// place at the offer rate while the wait is not known); before the opening, a second past
-/// it by the server's clock (`now_ms`, UNIX ms; the soak shares the machine's clock).
+/// place at the offer rate while the wait is not known); paused, the same spacing by place;
+/// before the opening, a second past it by the server's clock (`now_ms`, UNIX ms; the soak
+/// shares the machine's clock).
 pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
@@ -174,26 +177,24 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
         let opens_ms = u64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
         return (opens_ms.saturating_sub(now_ms) / 1000 + 1).min(floor);
     }
-    let Update::Waiting { position, wait, .. } = update else {
-        return floor;
-    };
-    if snap.state != "open" {
-        return floor;
-    }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
-    let mut by_place = (2 + position / 100).min(within);
-    // The update already carries the range read from this snapshot.
-    let soonest = match wait {
-        Some((_, low, _)) => Some(*low),
-        None => snap
-            .cap
-            .as_ref()
-            .and_then(|cap| admission::soonest_offer_s(*position, cap)),
-    };
-    if let Some(soonest) = soonest {
-        by_place = by_place.min((soonest / 2).max(1));
+    let by_place = |position: u64| (2 + position / 100).min(within);
+    match update {
+        Update::Paused { position } if snap.state == "paused" => floor.max(by_place(*position)),
+        Update::Waiting { position, wait, .. } if snap.state == "open" => {
+            // The update already carries the range read from this snapshot.
+            let soonest = match wait {
+                Some((_, low, _)) => Some(*low),
+                None => snap
+                    .cap
+                    .as_ref()
+                    .and_then(|cap| admission::soonest_offer_s(*position, cap)),
+            };
+            let spaced = by_place(*position);
+            floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
+        }
+        _ => floor,
     }
-    floor.max(by_place)
 }
 
 #[cfg(test)]
@@ -277,6 +278,21 @@ mod tests {
     }
 
     #[test]
+    fn paused_the_crowd_keeps_its_spacing() {
+        // A pause of minutes with 490,000 waiting: far back the page reads within 49 s, as the
+        // server's status and the browser's page, near the front at the snapshot's pace.
+        let s = snap(serde_json::json!({
+            "state": "paused", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "prequeue_left": 0, "retry_after_s": 5, "read_within_s": 49,
+        }));
+        let far = read(&s, &fifo(400_101), None).expect("told by the snapshot");
+        assert!(matches!(far, Update::Paused { position: 400_000 }));
+        assert_eq!(next_read_s(&s, &far, 0), 49);
+        let near = read(&s, &fifo(251), None).expect("told by the snapshot");
+        assert_eq!(next_read_s(&s, &near, 0), 5);
+    }
+
+    #[test]
     fn told_not_known_yet_a_buyer_reads_again_by_the_rate() {
         // The cap full and the time a place is held not known: 3,000 ahead at 150 a second
         // come no sooner than 20 s, so the soak's page reads within 10 s, as the server's.
@@ -317,7 +333,7 @@ mod tests {
         let place = |seq| read(&young, &fifo(seq), None).expect("told by the snapshot");
         assert!(near_front(&young, &place(999)));
         assert!(!near_front(&young, &place(1_001)));
-        assert!(!near_front(&s, &Update::Paused));
+        assert!(!near_front(&s, &Update::Paused { position: 10 }));
     }
 
     #[test]

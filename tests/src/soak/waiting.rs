@@ -326,7 +326,7 @@ impl Waiter<'_> {
             page::Update::SoldOut => Ok(Turn::SoldOut),
             page::Update::Closed => Ok(Turn::Closed),
             page::Update::PreQueue => Err(next),
-            page::Update::Paused => {
+            page::Update::Paused { .. } => {
                 self.told_waiting = true;
                 Err(next)
             }
