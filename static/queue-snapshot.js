@@ -134,8 +134,8 @@ export function seatChance(snap, position) {
  * (status.rs), nor past half the soonest the offer may come: the range's low end, or before
  * the wait is known the place at the offer rate (wait.rs `soonest_offer_s`). Paused or sold
  * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
- * after a sell-out): the front reads at the snapshot's own interval, far back within
- * `read_within_s`. Before the opening, a second past it (offers start then and last only the
+ * after a sell-out), within half the soonest its offer could come once offers resume at the
+ * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`. Before the opening, a second past it (offers start then and last only the
  * offer's seconds), judged by `serverNowMs` (the answer's Date header), never later than the
  * snapshot's own interval.
  */
@@ -150,11 +150,11 @@ export function nextReadS(snap, position, estimate, serverNowMs) {
   if (!['open', 'paused', 'sold_out'].includes(snap?.state) || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);
   let byPlace = Math.min(2 + Math.floor(position / 100), within);
-  if (snap.state === 'open') {
-    const rate = (Number(snap.cap?.offer_rate_per_min) || 0) / 60;
-    const soonest = estimate ? estimate[1] : rate > 0 ? Math.floor((position + 1) / rate) : null;
-    if (soonest !== null) byPlace = Math.min(byPlace, Math.max(Math.floor(soonest / 2), 1));
-  }
+  // Open, offers go out at the meter's rate of the moment; held, they resume at the rate set.
+  const perMin = snap.state === 'open' ? snap.cap?.offer_rate_per_min : snap.rate_per_min;
+  const rate = (Number(perMin) || 0) / 60;
+  const soonest = estimate ? estimate[1] : rate > 0 ? Math.floor((position + 1) / rate) : null;
+  if (soonest !== null) byPlace = Math.min(byPlace, Math.max(Math.floor(soonest / 2), 1));
   return Math.max(floor, byPlace);
 }
 

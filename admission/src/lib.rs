@@ -68,4 +68,4 @@ pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
 pub use status::{QueueStatus, Status};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};
-pub use wait::{CapModel, soonest_offer_s, wait_estimate};
+pub use wait::{CapModel, soonest_at_rate_s, soonest_offer_s, wait_estimate};

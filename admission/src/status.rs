@@ -72,12 +72,14 @@ pub(crate) fn pre_queue_read_s(opens_at_ms: UnixMs, now_ms: UnixMs) -> u64 {
 
 /// How often a page near the front reads while offers are paused: the snapshot's own pace.
 const PAUSED_READ_S: u64 = crate::public::retry_after_s(crate::snapshot::EventState::Paused);
-/// How often an app near the front asks once the event is sold out.
-const SOLD_OUT_READ_S: u64 = 30;
+/// How often a page near the front reads once the event is sold out: the snapshot's own pace.
+const SOLD_OUT_READ_S: u64 = crate::public::retry_after_s(crate::snapshot::EventState::SoldOut);
 
-/// Reads spaced by place (`2 + ahead ÷ 100` s), never past `within`, the crowd's spacing.
-fn by_place(position: Option<u64>, within: u64) -> u64 {
-    (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S))
+/// Reads spaced by place (`2 + ahead ÷ 100` s), never past `within`, the crowd's spacing, nor
+/// past half the `soonest` the offer may come.
+fn by_place(position: Option<u64>, soonest: Option<u64>, within: u64) -> u64 {
+    let spaced = (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S));
+    soonest.map_or(spaced, |soonest| spaced.min((soonest / 2).max(1)))
 }
 
 /// The longest a waiting page goes between two reads, far back in a small crowd.
@@ -105,18 +107,13 @@ pub(crate) fn retry_after_s(
 ) -> u64 {
     match status {
         QueueStatus::Offered => 1,
-        QueueStatus::Waiting => {
-            let by_place = by_place(position, within);
-            match soonest {
-                Some(soonest) => by_place.min((soonest / 2).max(1)),
-                None => by_place,
-            }
-        }
+        QueueStatus::Waiting => by_place(position, soonest, within),
         QueueStatus::PreQueue => PRE_QUEUE_READ_S,
         // A pause may last minutes and tabs stay open after a sell-out (seats may come back):
-        // the crowd keeps its spacing by place, the front at the snapshot's pace or slower.
-        QueueStatus::Paused => by_place(position, within).max(PAUSED_READ_S),
-        QueueStatus::SoldOut => by_place(position, within).max(SOLD_OUT_READ_S),
+        // the crowd keeps its spacing by place, and a place offered soon after offers resume
+        // (at the rate set) reads within half that; the front at the snapshot's pace.
+        QueueStatus::Paused => by_place(position, soonest, within).max(PAUSED_READ_S),
+        QueueStatus::SoldOut => by_place(position, soonest, within).max(SOLD_OUT_READ_S),
         QueueStatus::Admitted | QueueStatus::OfferLapsed | QueueStatus::Closed => 60,
     }
 }
@@ -133,9 +130,15 @@ pub(crate) fn build(
         (QueueStatus::Waiting, Some(p), Some(s)) => s.wait_estimate(p),
         _ => None,
     };
-    let soonest = match (estimate, position, snapshot.and_then(|s| s.cap.as_ref())) {
-        (Some((_, low, _)), _, _) => Some(low),
-        (None, Some(p), Some(cap)) => crate::wait::soonest_offer_s(p, cap),
+    let soonest = match (status, estimate, position) {
+        (_, Some((_, low, _)), _) => Some(low),
+        (QueueStatus::Waiting, None, Some(p)) => snapshot
+            .and_then(|s| s.cap.as_ref())
+            .and_then(|cap| crate::wait::soonest_offer_s(p, cap)),
+        // Offers held: once they resume, at the rate set.
+        (QueueStatus::Paused | QueueStatus::SoldOut, None, Some(p)) => {
+            snapshot.and_then(|s| crate::wait::soonest_at_rate_s(p, s.rate_per_min))
+        }
         _ => None,
     };
     let seat_chance = match (status, position, snapshot) {
@@ -312,19 +315,23 @@ mod tests {
                 "{status:?}"
             );
         }
+        // Near the front, at the snapshot's own pace.
         assert_eq!(
             retry_after_s(QueueStatus::Paused, Some(150), None, within),
             5
         );
         assert_eq!(
             retry_after_s(QueueStatus::SoldOut, Some(150), None, within),
-            30
+            10
         );
-        assert_eq!(
-            retry_after_s(QueueStatus::Paused, Some(150), None, within),
-            crate::public::retry_after_s(EventState::Paused),
-            "near the front a paused page reads at the snapshot's pace"
-        );
+        // Offers resuming at 15,000 a minute reach 4,700 ahead within 18 s: that page reads
+        // within 9 s, not 49, so it does not sleep through its offer.
+        let mut paused = flowing(15_000);
+        paused.state = EventState::Paused;
+        paused.rate_per_min = 15_000;
+        paused.read_within_s = within;
+        let st = build(QueueStatus::Paused, Some(4_700), Some(&paused), None);
+        assert_eq!(st.retry_after_s, 9);
     }
 
     #[test]

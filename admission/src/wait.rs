@@ -108,7 +108,13 @@ pub fn wait_estimate(position: u64, cap: &CapModel) -> Option<(u64, u64, u64)> {
 /// The soonest `position` ahead can be offered, known before the wait is: the meter never
 /// offers faster than its rate. `None` while offers are held.
 pub fn soonest_offer_s(position: u64, cap: &CapModel) -> Option<u64> {
-    let rate = f64::from(cap.offer_rate_per_min) / 60.0;
+    soonest_at_rate_s(position, cap.offer_rate_per_min)
+}
+
+/// The soonest `position` ahead can be offered at `rate_per_min` (`None` at a rate of 0): while
+/// offers are held, at the rate set, once they resume.
+pub fn soonest_at_rate_s(position: u64, rate_per_min: u32) -> Option<u64> {
+    let rate = f64::from(rate_per_min) / 60.0;
     (rate > 0.0).then(|| ((position as f64 + 1.0) / rate).floor() as u64)
 }
 

@@ -47,12 +47,12 @@ test('closing and reopening a waiting tab keeps the place', { timeout: 90000 }, 
 function snapshotRetry(snap, token) {
   const c = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
   const floor = snap.retry_after_s;
-  if (!['open', 'paused', 'sold_out'].includes(snap.state) || c.pre) return floor;
+  if (snap.state !== 'open' || c.pre) return floor;
   const position = snap.prequeue_left + c.seq - snap.fifo_served_through - 1;
   // Far back by place, but never past the spacing the whole crowd may read at.
   let byPlace = Math.min(2 + Math.floor(position / 100), snap.read_within_s);
   // The cap has free places for this whole crowd, so the rate alone decides the soonest wait.
-  const cap = snap.state === 'open' ? snap.cap : null;
+  const cap = snap.cap;
   if (cap && cap.offer_rate_per_min > 0 && position + 1 <= cap.free) {
     const low = Math.floor((position + 1) / (cap.offer_rate_per_min / 60) / 1.2);
     byPlace = Math.min(byPlace, Math.max(Math.floor(low / 2), 1));

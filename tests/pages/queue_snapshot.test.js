@@ -121,6 +121,8 @@ test('far back, the page reads again within the snapshot\'s read_within_s', asyn
   assert.equal(nextReadS(soldOut, 400000, null), 49, 'sold out, far back: the crowd\'s spacing');
   assert.equal(nextReadS(soldOut, 150, null), 10, 'sold out, near the front: the snapshot\'s pace');
   assert.equal(nextReadS(soldOut, undefined, null), 10, 'no place known: the snapshot\'s pace');
+  // Offers resuming at 15,000 a minute reach 4,700 ahead within 18 s: it reads within 9 s.
+  assert.equal(nextReadS({ ...paused, rate_per_min: 15000 }, 4700, null), 9, 'half the soonest once offers resume');
   // The cap full and the wait not known yet: 3,000 ahead at 150 a second come no sooner than
   // 20 s, so the page reads again within 10 s and hears its wait once it is known.
   const filling = { ...open, read_within_s: 49, cap: { size: 1500, free: 0, offer_rate_per_min: 9000, held_s: null } };

@@ -180,7 +180,13 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
     let by_place = |position: u64| (2 + position / 100).min(within);
     match update {
-        Update::Paused { position } if snap.state == "paused" => floor.max(by_place(*position)),
+        Update::Paused { position } if snap.state == "paused" => {
+            // Offers resume at the rate set: never asleep past half the soonest they reach it.
+            let rate = u32::try_from(snap.rate_per_min).unwrap_or(u32::MAX);
+            let soonest = admission::soonest_at_rate_s(*position, rate);
+            let spaced = by_place(*position);
+            floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
+        }
         Update::Waiting { position, wait, .. } if snap.state == "open" => {
             // The update already carries the range read from this snapshot.
             let soonest = match wait {
@@ -290,6 +296,13 @@ mod tests {
         assert_eq!(next_read_s(&s, &far, 0), 49);
         let near = read(&s, &fifo(251), None).expect("told by the snapshot");
         assert_eq!(next_read_s(&s, &near, 0), 5);
+        // Offers resuming at 15,000 a minute reach 4,700 ahead within 18 s: within 9 s.
+        let resuming = snap(serde_json::json!({
+            "state": "paused", "opened": true, "epoch": "e1", "fifo_served_through": 100,
+            "prequeue_left": 0, "retry_after_s": 5, "read_within_s": 49, "rate_per_min": 15_000,
+        }));
+        let mid = read(&resuming, &fifo(4_801), None).expect("told by the snapshot");
+        assert_eq!(next_read_s(&resuming, &mid, 0), 9);
     }
 
     #[test]
