@@ -135,9 +135,10 @@ export function seatChance(snap, position) {
  * the wait is known the place at the offer rate (wait.rs `soonest_offer_s`). Paused or sold
  * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
  * after a sell-out), within half the soonest its offer could come once offers resume at the
- * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`. Before the opening, a second past it (offers start then and last only the
- * offer's seconds), judged by `serverNowMs` (the answer's Date header), never later than the
- * snapshot's own interval.
+ * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`.
+ * Before the opening, a second past it (offers start then and last only the offer's seconds),
+ * judged by `serverNowMs` (the answer's Date header), never later than the snapshot's own
+ * interval.
  */
 export function nextReadS(snap, position, estimate, serverNowMs) {
   const floor = Number(snap?.retry_after_s) || 5;

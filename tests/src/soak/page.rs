@@ -178,29 +178,27 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
         return (opens_ms.saturating_sub(now_ms) / 1000 + 1).min(floor);
     }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
-    let by_place = |position: u64| (2 + position / 100).min(within);
-    match update {
+    let (position, soonest) = match update {
+        // Offers resume at the rate set: never asleep past half the soonest they reach it.
         Update::Paused { position } if snap.state == "paused" => {
-            // Offers resume at the rate set: never asleep past half the soonest they reach it.
             let rate = u32::try_from(snap.rate_per_min).unwrap_or(u32::MAX);
-            let soonest = admission::soonest_at_rate_s(*position, rate);
-            let spaced = by_place(*position);
-            floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
+            (*position, admission::soonest_at_rate_s(*position, rate))
         }
-        Update::Waiting { position, wait, .. } if snap.state == "open" => {
-            // The update already carries the range read from this snapshot.
-            let soonest = match wait {
+        // The update already carries the range read from this snapshot.
+        Update::Waiting { position, wait, .. } if snap.state == "open" => (
+            *position,
+            match wait {
                 Some((_, low, _)) => Some(*low),
                 None => snap
                     .cap
                     .as_ref()
                     .and_then(|cap| admission::soonest_offer_s(*position, cap)),
-            };
-            let spaced = by_place(*position);
-            floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
-        }
-        _ => floor,
-    }
+            },
+        ),
+        _ => return floor,
+    };
+    let spaced = (2 + position / 100).min(within);
+    floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
 }
 
 #[cfg(test)]
