@@ -33,6 +33,8 @@ export class QueueLink {
     this.snapshot = null;
     this.etag = null;
     this.score = undefined;
+    // This page's moment in the pre-queue's wake-up after the opening (`nextReadS`).
+    this.openingShare = Math.random();
   }
 
   /**
@@ -193,7 +195,8 @@ export class QueueLink {
       let update = updateFromSnapshot(snap, this.claims, await this.preQueueScore(snap));
       if (update) {
         const estimate = update.type === 'position' ? waitEstimate(snap, update.position) : null;
-        next = nextReadS(snap, update.position, estimate, Date.parse(read.headers.get('Date') || ''));
+        const serverNow = Date.parse(read.headers.get('Date') || '');
+        next = nextReadS(snap, update.position, estimate, serverNow, this.openingShare);
       } else {
         const { body } = await request('GET', `${base}/queue/status`, { token: this.token });
         next = Number(body.retry_after_s) || 5;

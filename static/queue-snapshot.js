@@ -136,17 +136,22 @@ export function seatChance(snap, position) {
  * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
  * after a sell-out), within half the soonest its offer could come once offers resume at the
  * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`.
- * Before the opening, a second past it (offers start then and last only the offer's seconds),
- * judged by `serverNowMs` (the answer's Date header), never later than the snapshot's own
- * interval.
+ * Before the opening, a second past it plus this page's `openingShare` (0–1, drawn once per
+ * page) of the snapshot's `opening_spread_s` (offers start then and last only the offer's
+ * seconds, and the whole pre-queue waking in one second would be the storm's worst), judged
+ * by `serverNowMs` (the answer's Date header); meanwhile at the crowd's spacing, at least the
+ * snapshot's own interval (opening.rs).
  */
-export function nextReadS(snap, position, estimate, serverNowMs) {
+export function nextReadS(snap, position, estimate, serverNowMs, openingShare = 0) {
   const floor = Number(snap?.retry_after_s) || 5;
   if (snap?.state === 'pre_queue') {
     const opens = Date.parse(snap.opens_at || '');
     if (!Number.isFinite(opens) || !Number.isFinite(serverNowMs)) return floor;
     const untilS = Math.floor(Math.max(0, opens - serverNowMs) / 1000);
-    return Math.min(untilS + 1, floor);
+    const share = Math.min(Math.max(Number(openingShare) || 0, 0), 1);
+    const wake = untilS + 1 + Math.floor(share * (Number(snap.opening_spread_s) || 0));
+    const spacing = Math.max(floor, Math.min(Number(snap.read_within_s) || 0, 120));
+    return Math.max(1, Math.min(wake, spacing));
   }
   if (!['open', 'paused', 'sold_out'].includes(snap?.state) || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);

@@ -451,8 +451,12 @@ impl Admission {
                 _ => (QueueStatus::Waiting, pos),
             }
         };
-        let est = status::build(status, position, Some(&snap), None)
-            .until_opening(ms(control.opens_at), out.now);
+        let est = status::build(status, position, Some(&snap), None).until_opening(
+            ms(control.opens_at),
+            out.now,
+            &snap,
+            &ticket_id,
+        );
         Ok(Joined {
             queue_token,
             ticket_id,

@@ -184,7 +184,14 @@ impl Admission {
             }
             written?;
         }
-        let waiting = out.ahead + out.seq.saturating_sub(out.cursor) + out.pahead;
+        // Before the opening every join is in the pre-queue (`ahead`), and the join sequence
+        // counts the same joins again: FIFO places start only from the opening's cursor.
+        let fifo = if opened {
+            out.seq.saturating_sub(out.cursor)
+        } else {
+            0
+        };
+        let waiting = out.ahead + fifo + out.pahead;
         // Offers flow only while open, opened and someone is in line: a quiet before the
         // opening, a pause or an empty line says nothing of how fast the line moves.
         let flowing = state == EventState::Open && opened && (waiting > 0 || out.open_offers > 0);
@@ -251,6 +258,12 @@ impl Admission {
             read_within_s: crate::status::read_within_s(
                 waiting,
                 self.inner.cfg.waiting_reads_per_s,
+            ),
+            // Before the opening everyone waiting wakes for it.
+            opening_spread_s: crate::opening::spread_s(
+                waiting,
+                self.inner.cfg.waiting_reads_per_s,
+                control.offer_s,
             ),
             mode: control.mode,
             message: control.message.clone(),

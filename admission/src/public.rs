@@ -63,6 +63,9 @@ struct Body<'a> {
     retry_after_s: u64,
     /// The longest a waiting page goes between reads (a page near the front reads sooner).
     read_within_s: u64,
+    /// Before the opening: a pre-queue page reads a second past it plus its own share of this
+    /// many seconds, so the pre-queue does not wake in one second (`opening`).
+    opening_spread_s: u64,
     /// `normal`, `pass_through` or `maintenance` (offers pause: `state` says `paused`).
     mode: Mode,
     /// The organizer's message, shown as plain text: `{text, level}` or `null`.
@@ -118,6 +121,7 @@ pub(crate) fn render(snapshot: &Snapshot) -> Public {
         seat_model: snapshot.seat_model,
         retry_after_s: retry_after_s(snapshot.state),
         read_within_s: snapshot.read_within_s,
+        opening_spread_s: snapshot.opening_spread_s,
         mode: snapshot.mode,
         message: snapshot.message.as_ref(),
         seed: snapshot.seed.as_deref(),

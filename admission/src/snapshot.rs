@@ -69,6 +69,9 @@ pub struct Snapshot {
     /// The longest a waiting page goes between reads: the crowd ÷ the reads per second the
     /// front answers (`status::read_within_s`).
     pub read_within_s: u64,
+    /// Seconds over which the pre-queue's first reads after the opening are spread
+    /// (`opening`).
+    pub opening_spread_s: u64,
     /// The organizer's mode (maintenance shows as `Paused` in `state`: offers pause).
     pub mode: Mode,
     /// The organizer's message to everyone waiting.

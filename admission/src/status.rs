@@ -50,24 +50,27 @@ pub struct Status {
 }
 
 impl Status {
-    /// Before the opening the next read is due a second after it (offers start then, and each
-    /// lasts only the offer's seconds), and at least every `PRE_QUEUE_READ_S` before it.
-    pub(crate) fn until_opening(mut self, opens_at_ms: UnixMs, now_ms: UnixMs) -> Status {
+    /// Before the opening the next read is due at the ticket's moment just after it (offers
+    /// start then, and each lasts only the offer's seconds; `opening` spreads the pre-queue's
+    /// wake-ups over the first seconds), and meanwhile at the crowd's spacing.
+    pub(crate) fn until_opening(
+        mut self,
+        opens_at_ms: UnixMs,
+        now_ms: UnixMs,
+        snapshot: &Snapshot,
+        ticket_id: &str,
+    ) -> Status {
         if self.status == QueueStatus::PreQueue {
-            self.retry_after_s = pre_queue_read_s(opens_at_ms, now_ms);
+            self.retry_after_s = crate::opening::read_s(
+                opens_at_ms,
+                now_ms,
+                snapshot.read_within_s,
+                snapshot.opening_spread_s,
+                crate::opening::ticket_share(ticket_id),
+            );
         }
         self
     }
-}
-
-/// The longest a pre-queue page goes between reads.
-const PRE_QUEUE_READ_S: u64 = 10;
-
-/// Seconds until a pre-queue page reads again: one past the opening, at most
-/// `PRE_QUEUE_READ_S` (`nextReadS` in `static/queue-snapshot.js` does the same).
-pub(crate) fn pre_queue_read_s(opens_at_ms: UnixMs, now_ms: UnixMs) -> u64 {
-    let until_s = u64::try_from(opens_at_ms.saturating_sub(now_ms)).unwrap_or(0) / 1000;
-    until_s.saturating_add(1).clamp(1, PRE_QUEUE_READ_S)
 }
 
 /// How often a page near the front reads while offers are paused: the snapshot's own pace.
@@ -108,7 +111,7 @@ pub(crate) fn retry_after_s(
     match status {
         QueueStatus::Offered => 1,
         QueueStatus::Waiting => by_place(position, soonest, within),
-        QueueStatus::PreQueue => PRE_QUEUE_READ_S,
+        QueueStatus::PreQueue => crate::opening::PRE_QUEUE_READ_S,
         // A pause may last minutes and tabs stay open after a sell-out (seats may come back):
         // the crowd keeps its spacing by place, and a place offered soon after offers resume
         // (at the rate set) reads within half that; the front at the snapshot's pace.
@@ -194,16 +197,31 @@ mod tests {
     }
 
     #[test]
-    fn a_pre_queue_page_reads_again_a_second_past_the_opening() {
+    fn a_pre_queue_page_reads_again_at_its_moment_after_the_opening() {
         let opens = 1_000_000;
-        assert_eq!(pre_queue_read_s(opens, opens - 60_000), 10);
-        assert_eq!(pre_queue_read_s(opens, opens - 3_400), 4);
-        assert_eq!(pre_queue_read_s(opens, opens + 500), 1);
-        let told = |status| build(status, Some(5), None, None).until_opening(opens, opens - 3_400);
-        assert_eq!(told(QueueStatus::PreQueue).retry_after_s, 4);
+        let snap = Snapshot {
+            read_within_s: 2,
+            opening_spread_s: 5,
+            ..Snapshot::default()
+        };
+        let told = |status, ticket: &str| {
+            build(status, Some(5), None, None)
+                .until_opening(opens, opens - 3_400, &snap, ticket)
+                .retry_after_s
+        };
+        // A second past the opening, then the ticket's own share of the five seconds.
+        let moments: Vec<u64> = (0..200)
+            .map(|i| told(QueueStatus::PreQueue, &format!("t{i}")))
+            .collect();
+        assert!(moments.iter().all(|s| (4..=8).contains(s)), "{moments:?}");
+        assert!(moments.contains(&4) && moments.contains(&8), "{moments:?}");
+        assert_eq!(
+            told(QueueStatus::PreQueue, "t7"),
+            told(QueueStatus::PreQueue, "t7")
+        );
         // Only the pre-queue is told of the opening.
         assert_eq!(
-            told(QueueStatus::Paused).retry_after_s,
+            told(QueueStatus::Paused, "t7"),
             build(QueueStatus::Paused, Some(5), None, None).retry_after_s
         );
     }

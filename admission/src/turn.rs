@@ -83,8 +83,14 @@ impl Admission {
                 _ if control.paused => QueueStatus::Paused,
                 _ => QueueStatus::Waiting,
             };
-            return Ok(status::build(s, Some(ahead), Some(&snap), None)
-                .until_opening(ms(control.opens_at), self.inner.cfg.clock.now_ms()));
+            return Ok(
+                status::build(s, Some(ahead), Some(&snap), None).until_opening(
+                    ms(control.opens_at),
+                    self.inner.cfg.clock.now_ms(),
+                    &snap,
+                    &claims.ticket_id,
+                ),
+            );
         }
         let (state, now) = match self.ticket_state(claims, &control).await {
             Ok(found) => found,
@@ -121,8 +127,12 @@ impl Admission {
                         _ => QueueStatus::Waiting,
                     }
                 };
-                status::build(s, Some(ahead), Some(&snap), None)
-                    .until_opening(ms(control.opens_at), now)
+                status::build(s, Some(ahead), Some(&snap), None).until_opening(
+                    ms(control.opens_at),
+                    now,
+                    &snap,
+                    &claims.ticket_id,
+                )
             }
         })
     }

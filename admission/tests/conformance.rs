@@ -481,6 +481,9 @@ async fn pre_queue(kind: Kind) {
         h.run(10, TICK).await.is_empty(),
         "nothing offered before opening"
     );
+    // Each pre-queue join is waiting once (the join sequence counts the same joins).
+    let before = h.adm.subscribe(&h.event).borrow().clone();
+    assert_eq!(before.waiting, 1_000, "{before:?}");
 
     h.advance(opens_in).await;
     let post = h.join_n(50).await;
@@ -767,6 +770,7 @@ async fn public_snapshot(kind: Kind) {
         "seats_per_buyer",
         "retry_after_s",
         "read_within_s",
+        "opening_spread_s",
         "cap",
     ] {
         assert!(body.get(field).is_some(), "{field} missing from {body}");

@@ -63,6 +63,9 @@ pub struct Snapshot {
     #[serde(default)]
     pub retry_after_s: u64,
     pub read_within_s: Option<u64>,
+    /// Before the opening: the seconds the pre-queue's first reads after it are spread over.
+    #[serde(default)]
+    pub opening_spread_s: u64,
     /// When the queue opens (RFC 3339).
     #[serde(default)]
     pub opens_at: String,
@@ -163,8 +166,9 @@ pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
 /// its `read_within_s` nor half the soonest the offer may come (the range's low end, or the
 /// place at the offer rate while the wait is not known); paused, the same spacing by place;
 /// before the opening, a second past it by the server's clock (`now_ms`, UNIX ms; the soak
-/// shares the machine's clock).
-pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
+/// shares the machine's clock) plus the page's `opening_share` of the opening's spread, and
+/// meanwhile at the crowd's spacing.
+pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64, opening_share: f64) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
     } else {
@@ -175,7 +179,10 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64) -> u64 {
             return floor;
         };
         let opens_ms = u64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-        return (opens_ms.saturating_sub(now_ms) / 1000 + 1).min(floor);
+        let spread = opening_share.clamp(0.0, 1.0) * snap.opening_spread_s as f64;
+        let wake = opens_ms.saturating_sub(now_ms) / 1000 + 1 + spread as u64;
+        let spacing = floor.max(snap.read_within_s.unwrap_or(0).min(120));
+        return wake.min(spacing).max(1);
     }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
     let (position, soonest) = match update {
@@ -248,7 +255,8 @@ mod tests {
                     wait,
                     chance: None
                 },
-                0
+                0,
+                0.0
             ),
             12
         );
@@ -291,16 +299,16 @@ mod tests {
         }));
         let far = read(&s, &fifo(400_101), None).expect("told by the snapshot");
         assert!(matches!(far, Update::Paused { position: 400_000 }));
-        assert_eq!(next_read_s(&s, &far, 0), 49);
+        assert_eq!(next_read_s(&s, &far, 0, 0.0), 49);
         let near = read(&s, &fifo(251), None).expect("told by the snapshot");
-        assert_eq!(next_read_s(&s, &near, 0), 5);
+        assert_eq!(next_read_s(&s, &near, 0, 0.0), 5);
         // Offers resuming at 15,000 a minute reach 4,700 ahead within 18 s: within 9 s.
         let resuming = snap(serde_json::json!({
             "state": "paused", "opened": true, "epoch": "e1", "fifo_served_through": 100,
             "prequeue_left": 0, "retry_after_s": 5, "read_within_s": 49, "rate_per_min": 15_000,
         }));
         let mid = read(&resuming, &fifo(4_801), None).expect("told by the snapshot");
-        assert_eq!(next_read_s(&resuming, &mid, 0), 9);
+        assert_eq!(next_read_s(&resuming, &mid, 0, 0.0), 9);
     }
 
     #[test]
@@ -322,7 +330,7 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(next_read_s(&s, &update, 0), 10);
+        assert_eq!(next_read_s(&s, &update, 0, 0.0), 10);
     }
 
     #[test]
@@ -368,8 +376,28 @@ mod tests {
             "opens_at": "2026-12-03T18:00:00Z",
         }));
         let opens: u64 = 1_796_320_800_000;
-        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 60_000), 10);
-        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 3_400), 4);
-        assert_eq!(next_read_s(&s, &Update::PreQueue, opens + 500), 1);
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 60_000, 0.0), 10);
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 3_400, 0.0), 4);
+        assert_eq!(next_read_s(&s, &Update::PreQueue, opens + 500, 0.0), 1);
+        // A large pre-queue wakes over the opening's spread, and keeps the crowd's spacing
+        // before it.
+        let large = snap(serde_json::json!({
+            "state": "pre_queue", "opened": false, "epoch": "e1",
+            "prequeue_served_through": null, "outflow_per_min": null,
+            "seat_model": null, "read_within_s": 60, "retry_after_s": 10,
+            "opening_spread_s": 5, "opens_at": "2026-12-03T18:00:00Z",
+        }));
+        assert_eq!(
+            next_read_s(&large, &Update::PreQueue, opens - 3_400, 0.0),
+            4
+        );
+        assert_eq!(
+            next_read_s(&large, &Update::PreQueue, opens - 3_400, 0.5),
+            6
+        );
+        assert_eq!(
+            next_read_s(&large, &Update::PreQueue, opens - 300_000, 0.5),
+            60
+        );
     }
 }

@@ -321,7 +321,12 @@ impl Waiter<'_> {
             return self.status_once().await;
         };
         *near_front = page::near_front(snap, &update);
-        let next = page::next_read_s(snap, &update, super::context::unix_ms());
+        let next = page::next_read_s(
+            snap,
+            &update,
+            super::context::unix_ms(),
+            admission::opening_share(&claims.ticket),
+        );
         match update {
             page::Update::SoldOut => Ok(Turn::SoldOut),
             page::Update::Closed => Ok(Turn::Closed),
