@@ -5,7 +5,7 @@
 // not the socket, holds the place, so reconnecting resumes it.
 
 import { request } from './api.js';
-import { nextReadS, preScore, tokenClaims, updateFromSnapshot, waitEstimate } from './queue-snapshot.js';
+import { nextReadS, openingShare, preScore, tokenClaims, updateFromSnapshot, waitEstimate } from './queue-snapshot.js';
 
 const MAX_BACKOFF_MS = 30000;
 
@@ -34,7 +34,7 @@ export class QueueLink {
     this.etag = null;
     this.score = undefined;
     // This page's moment in the pre-queue's wake-up after the opening (`nextReadS`).
-    this.openingShare = Math.random();
+    this.openingShare = undefined;
   }
 
   /**
@@ -196,6 +196,7 @@ export class QueueLink {
       if (update) {
         const estimate = update.type === 'position' ? waitEstimate(snap, update.position) : null;
         const serverNow = Date.parse(read.headers.get('Date') || '');
+        if (snap.state === 'pre_queue') this.openingShare ??= await openingShare(this.claims?.ticket);
         next = nextReadS(snap, update.position, estimate, serverNow, this.openingShare);
       } else {
         const { body } = await request('GET', `${base}/queue/status`, { token: this.token });

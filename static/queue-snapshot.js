@@ -30,6 +30,18 @@ export async function preScore(seed, ticket) {
   return Number(top) / 2 ** 52;
 }
 
+/**
+ * Where in the opening's spread this ticket's page wakes, in [0, 1): the top 53 bits of
+ * SHA-256 of the ticket id, the moment the server's status answers give it too (opening.rs);
+ * a random one where the browser has no Web Crypto.
+ */
+export async function openingShare(ticket) {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle || typeof ticket !== 'string') return Math.random();
+  const digest = await subtle.digest('SHA-256', new TextEncoder().encode(ticket));
+  return Number(new DataView(digest).getBigUint64(0) >> 11n) / 2 ** 53;
+}
+
 /** Priority places are numbered from 2^50 (admission/src/entry.rs `PRIORITY_BASE`). */
 const PRIORITY_BASE = 2 ** 50;
 
@@ -136,22 +148,24 @@ export function seatChance(snap, position) {
  * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
  * after a sell-out), within half the soonest its offer could come once offers resume at the
  * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`.
- * Before the opening, a second past it plus this page's `openingShare` (0–1, drawn once per
- * page) of the snapshot's `opening_spread_s` (offers start then and last only the offer's
- * seconds, and the whole pre-queue waking in one second would be the storm's worst), judged
- * by `serverNowMs` (the answer's Date header); meanwhile at the crowd's spacing, at least the
- * snapshot's own interval (opening.rs).
+ * Before the opening, a second past it plus this page's `openingShare` (0–1, from its ticket)
+ * of the snapshot's `opening_spread_s` (offers start then and last only the offer's seconds,
+ * and the whole pre-queue waking in one second would be the storm's worst), judged by
+ * `serverNowMs` (the answer's Date header), never later than the snapshot's own interval
+ * (opening.rs).
  */
 export function nextReadS(snap, position, estimate, serverNowMs, openingShare = 0) {
   const floor = Number(snap?.retry_after_s) || 5;
   if (snap?.state === 'pre_queue') {
     const opens = Date.parse(snap.opens_at || '');
     if (!Number.isFinite(opens) || !Number.isFinite(serverNowMs)) return floor;
-    const untilS = Math.floor(Math.max(0, opens - serverNowMs) / 1000);
+    // Opened by the clock, yet told "pre-queue" (a tick behind, or a cached copy): the page's
+    // moment was already waited for.
+    if (serverNowMs >= opens) return 1;
+    const untilS = Math.floor((opens - serverNowMs) / 1000);
     const share = Math.min(Math.max(Number(openingShare) || 0, 0), 1);
-    const wake = untilS + 1 + Math.floor(share * (Number(snap.opening_spread_s) || 0));
-    const spacing = Math.max(floor, Math.min(Number(snap.read_within_s) || 0, 120));
-    return Math.max(1, Math.min(wake, spacing));
+    const moment = Math.floor(share * (Number(snap.opening_spread_s) || 0));
+    return Math.min(untilS + 1 + moment, floor);
   }
   if (!['open', 'paused', 'sold_out'].includes(snap?.state) || typeof position !== 'number') return floor;
   const within = Math.min(Math.max(Number(snap.read_within_s) || 120, 2), 120);

@@ -64,7 +64,7 @@ pub use fairness::{Fairness, pre_queue_order, pre_score, rank_key, seed_commitme
 pub use forecast::Forecast;
 pub use meter::TickReport;
 pub use modes::{MessageLevel, Mode, QueueMessage};
-pub use opening::ticket_share as opening_share;
+pub use opening::{read_s as pre_queue_read_s, ticket_share as opening_share};
 pub use pressure::Pressure;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};

@@ -52,7 +52,7 @@ pub struct Status {
 impl Status {
     /// Before the opening the next read is due at the ticket's moment just after it (offers
     /// start then, and each lasts only the offer's seconds; `opening` spreads the pre-queue's
-    /// wake-ups over the first seconds), and meanwhile at the crowd's spacing.
+    /// wake-ups over the first seconds), and meanwhile at the snapshot's pace.
     pub(crate) fn until_opening(
         mut self,
         opens_at_ms: UnixMs,
@@ -64,7 +64,6 @@ impl Status {
             self.retry_after_s = crate::opening::read_s(
                 opens_at_ms,
                 now_ms,
-                snapshot.read_within_s,
                 snapshot.opening_spread_s,
                 crate::opening::ticket_share(ticket_id),
             );
@@ -200,7 +199,6 @@ mod tests {
     fn a_pre_queue_page_reads_again_at_its_moment_after_the_opening() {
         let opens = 1_000_000;
         let snap = Snapshot {
-            read_within_s: 2,
             opening_spread_s: 5,
             ..Snapshot::default()
         };

@@ -467,8 +467,8 @@ async fn pre_queue(kind: Kind) {
         c.max_active = 100_000;
     })
     .await;
-    let opens_in = Duration::from_secs(60);
-    let opens_at = support::at(h.clock.now_ms() + 60_000);
+    let opens_ms = h.clock.now_ms() + 60_000;
+    let opens_at = support::at(opens_ms);
     h.update(|c| c.opens_at = opens_at);
     h.tick().await;
     let fair = h.adm.fairness(&h.event).await.expect("fairness");
@@ -484,8 +484,20 @@ async fn pre_queue(kind: Kind) {
     // Each pre-queue join is waiting once (the join sequence counts the same joins).
     let before = h.adm.subscribe(&h.event).borrow().clone();
     assert_eq!(before.waiting, 1_000, "{before:?}");
+    // Near the opening a pre-queue page is told to read a second past it (a pre-queue of a
+    // tenth of a second of the crowd's reads wakes together).
+    let near = Duration::from_millis(3_400);
+    let until = Duration::from_millis((opens_ms - h.clock.now_ms()) as u64);
+    h.advance(until - near).await;
+    h.tick().await;
+    let st = h.adm.status(&pre[0].claims).await.expect("status");
+    assert_eq!(
+        (st.status, st.retry_after_s),
+        (QueueStatus::PreQueue, 4),
+        "{st:?}"
+    );
 
-    h.advance(opens_in).await;
+    h.advance(near + Duration::from_secs(1)).await;
     let post = h.join_n(50).await;
     assert!(post.iter().all(|j| !j.claims.pre_queue));
     // The edge tells an offered place from the last tick's frontiers alone: exactly the places

@@ -166,8 +166,8 @@ pub fn near_front(snap: &Snapshot, update: &Update) -> bool {
 /// its `read_within_s` nor half the soonest the offer may come (the range's low end, or the
 /// place at the offer rate while the wait is not known); paused, the same spacing by place;
 /// before the opening, a second past it by the server's clock (`now_ms`, UNIX ms; the soak
-/// shares the machine's clock) plus the page's `opening_share` of the opening's spread, and
-/// meanwhile at the crowd's spacing.
+/// shares the machine's clock) plus the page's `opening_share` of the opening's spread, as the
+/// server tells it.
 pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64, opening_share: f64) -> u64 {
     let floor = if snap.retry_after_s > 0 {
         snap.retry_after_s
@@ -178,11 +178,10 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64, opening_share:
         let Ok(opens) = time::OffsetDateTime::parse(&snap.opens_at, &Rfc3339) else {
             return floor;
         };
-        let opens_ms = u64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-        let spread = opening_share.clamp(0.0, 1.0) * snap.opening_spread_s as f64;
-        let wake = opens_ms.saturating_sub(now_ms) / 1000 + 1 + spread as u64;
-        let spacing = floor.max(snap.read_within_s.unwrap_or(0).min(120));
-        return wake.min(spacing).max(1);
+        let opens_ms = i64::try_from(opens.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+        let now_ms = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        return admission::pre_queue_read_s(opens_ms, now_ms, snap.opening_spread_s, opening_share)
+            .min(floor);
     }
     let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
     let (position, soonest) = match update {
@@ -379,25 +378,18 @@ mod tests {
         assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 60_000, 0.0), 10);
         assert_eq!(next_read_s(&s, &Update::PreQueue, opens - 3_400, 0.0), 4);
         assert_eq!(next_read_s(&s, &Update::PreQueue, opens + 500, 0.0), 1);
-        // A large pre-queue wakes over the opening's spread, and keeps the crowd's spacing
-        // before it.
+        // A large pre-queue wakes over the opening's spread, and only once: told "pre-queue"
+        // after the opening, a page reads again in a second.
         let large = snap(serde_json::json!({
             "state": "pre_queue", "opened": false, "epoch": "e1",
             "prequeue_served_through": null, "outflow_per_min": null,
             "seat_model": null, "read_within_s": 60, "retry_after_s": 10,
             "opening_spread_s": 5, "opens_at": "2026-12-03T18:00:00Z",
         }));
-        assert_eq!(
-            next_read_s(&large, &Update::PreQueue, opens - 3_400, 0.0),
-            4
-        );
-        assert_eq!(
-            next_read_s(&large, &Update::PreQueue, opens - 3_400, 0.5),
-            6
-        );
-        assert_eq!(
-            next_read_s(&large, &Update::PreQueue, opens - 300_000, 0.5),
-            60
-        );
+        let told = |now_ms, share| next_read_s(&large, &Update::PreQueue, now_ms, share);
+        assert_eq!(told(opens - 3_400, 0.0), 4);
+        assert_eq!(told(opens - 3_400, 0.5), 6);
+        assert_eq!(told(opens - 300_000, 0.5), 10);
+        assert_eq!(told(opens + 4_000, 0.9), 1);
     }
 }
