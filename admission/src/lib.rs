@@ -68,6 +68,6 @@ pub use opening::{read_s as pre_queue_read_s, ticket_share as opening_share};
 pub use pressure::Pressure;
 pub use public::Public;
 pub use snapshot::{EventState, Snapshot};
-pub use status::{QueueStatus, Status};
+pub use status::{QueueStatus, Status, by_place as read_by_place_s};
 pub use token::{AdmissionClaims, KeyRing, KeyRingError, QueueClaims};
 pub use wait::{CapModel, soonest_at_rate_s, soonest_offer_s, wait_estimate};

@@ -78,8 +78,8 @@ const PAUSED_READ_S: u64 = crate::public::retry_after_s(crate::snapshot::EventSt
 const SOLD_OUT_READ_S: u64 = crate::public::retry_after_s(crate::snapshot::EventState::SoldOut);
 
 /// Reads spaced by place (`2 + ahead ÷ 100` s), never past `within`, the crowd's spacing, nor
-/// past half the `soonest` the offer may come.
-fn by_place(position: Option<u64>, soonest: Option<u64>, within: u64) -> u64 {
+/// past half the `soonest` the offer may come (the soak's page spaces its reads by it too).
+pub fn by_place(position: Option<u64>, soonest: Option<u64>, within: u64) -> u64 {
     let spaced = (2 + position.unwrap_or(0) / 100).min(within.clamp(2, FAR_BACK_READ_S));
     soonest.map_or(spaced, |soonest| spaced.min((soonest / 2).max(1)))
 }

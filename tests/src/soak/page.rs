@@ -183,7 +183,7 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64, opening_share:
         return admission::pre_queue_read_s(opens_ms, now_ms, snap.opening_spread_s, opening_share)
             .min(floor);
     }
-    let within = snap.read_within_s.unwrap_or(120).clamp(2, 120);
+    let within = snap.read_within_s.unwrap_or(120);
     let (position, soonest) = match update {
         // Offers resume at the rate set: never asleep past half the soonest they reach it.
         Update::Paused { position } if snap.state == "paused" => {
@@ -203,8 +203,7 @@ pub fn next_read_s(snap: &Snapshot, update: &Update, now_ms: u64, opening_share:
         ),
         _ => return floor,
     };
-    let spaced = (2 + position / 100).min(within);
-    floor.max(soonest.map_or(spaced, |s| spaced.min((s / 2).max(1))))
+    floor.max(admission::read_by_place_s(Some(position), soonest, within))
 }
 
 #[cfg(test)]
