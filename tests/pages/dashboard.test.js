@@ -222,6 +222,28 @@ function receiver() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, got, url: `http://127.0.0.1:${server.address().port}/hooks` })));
 }
 
+test('the key form is offered only once the page can take it: a page whose script did not arrive cannot lose the sign-in', { timeout: 60000 }, async () => {
+  const event = await h.createEvent('noscript');
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // A dropped connection or a loaded machine: the dashboard's script does not arrive. A form
+  // on show would be sent by the browser itself, reloading the page without the key.
+  await context.route('**/static/admin.js', (route) => route.abort());
+  const page = await h.openPage(browser, `/admin?event=${event}`, { context });
+  assert.equal(await h.view(page), 'loading');
+  assert.equal(await page.isVisible('#key-form'), false, 'no key form before the page can take it');
+  assert.match(await page.textContent('[data-panel="loading"]'), /Loading/);
+
+  await context.unroute('**/static/admin.js');
+  await page.reload();
+  await h.waitForView(page, 'key');
+  await page.fill('#key', process.env.FLOODGATE_ORGANIZER_KEY);
+  await page.click('#key-form button[type="submit"]');
+  await h.waitForView(page, 'dashboard');
+  assert.equal(await page.textContent('#event-title'), event);
+  assert.equal(new URL(page.url()).search, `?event=${event}`, 'the form was never sent as a page load');
+  await context.close();
+});
+
 test('an organizer creates an event with seats from the form, opens it, and tests a webhook', { timeout: 120000 }, async () => {
   const hooks = await receiver();
   try {

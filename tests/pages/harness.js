@@ -181,6 +181,11 @@ async function openPage(browser, urlPath, { width = 1280, height = 900, context 
   const page = await ctx.newPage();
   page.errors = [];
   page.on('pageerror', (err) => page.errors.push(err.message));
+  // What went wrong on the wire, for a failure's message only: some tests expect refusals.
+  page.trouble = [];
+  page.on('requestfailed', (r) => page.trouble.push(`${r.url()} failed: ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 500) page.trouble.push(`${r.url()} answered ${r.status()}`); });
+  page.on('console', (m) => { if (m.type() === 'error') page.trouble.push(`console: ${m.text()}`); });
   await page.goto(BASE + urlPath);
   return page;
 }
@@ -191,7 +196,9 @@ async function waitForView(page, view, timeout = 30000) {
   } catch {
     const now = await page.getAttribute('#app', 'data-view').catch(() => '?');
     const alert = await page.textContent('#alert').catch(() => '');
-    throw new Error(`page did not reach view "${view}" within ${timeout} ms (it shows "${now}", alert: "${alert}")`);
+    const trouble = (page.trouble || []).slice(-5).join('; ') || 'none';
+    throw new Error(`page did not reach view "${view}" within ${timeout} ms (it shows "${now}", alert: "${alert}", `
+      + `at ${page.url()}, errors: ${JSON.stringify(page.errors || [])}, trouble: ${trouble})`);
   }
 }
 
