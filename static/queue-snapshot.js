@@ -148,13 +148,13 @@ export function seatChance(snap, position) {
  * out, the crowd keeps the same spacing by place (a pause may last minutes, and tabs stay open
  * after a sell-out), within half the soonest its offer could come once offers resume at the
  * rate set: the front reads at the snapshot's own interval, far back within `read_within_s`.
- * Before the opening, a second past it plus this page's `openingShare` (0–1, from its ticket)
- * of the snapshot's `opening_spread_s` (offers start then and last only the offer's seconds,
- * and the whole pre-queue waking in one second would be the storm's worst), judged by
+ * Before the opening, a second past it plus this page's `ticketShare` (0–1, `openingShare` of
+ * its ticket) of the snapshot's `opening_spread_s` (offers start then and last only the offer's
+ * seconds, and the whole pre-queue waking in one second would be the storm's worst), judged by
  * `serverNowMs` (the answer's Date header), never later than the snapshot's own interval
  * (opening.rs).
  */
-export function nextReadS(snap, position, estimate, serverNowMs, openingShare = 0) {
+export function nextReadS(snap, position, estimate, serverNowMs, ticketShare = 0) {
   const floor = Number(snap?.retry_after_s) || 5;
   if (snap?.state === 'pre_queue') {
     const opens = Date.parse(snap.opens_at || '');
@@ -163,7 +163,7 @@ export function nextReadS(snap, position, estimate, serverNowMs, openingShare = 
     // moment was already waited for.
     if (serverNowMs >= opens) return 1;
     const untilS = Math.floor((opens - serverNowMs) / 1000);
-    const share = Math.min(Math.max(Number(openingShare) || 0, 0), 1);
+    const share = Math.min(Math.max(Number(ticketShare) || 0, 0), 1);
     const moment = Math.floor(share * (Number(snap.opening_spread_s) || 0));
     return Math.min(untilS + 1 + moment, floor);
   }
