@@ -24,6 +24,9 @@
 //!   either side of it (variance `h² ÷ 3`). It narrows as the choosing sessions finish;
 //! - `ρ` (return share) = holds that gave their seats back (released, expired, abandoned after
 //!   a failed payment) ÷ holds ended, drawn toward a prior of 5 % by `PRIOR_WEIGHT` pseudo-holds.
+//!   As with the claim share, only holds a hold's life old are judged: a sale ends within
+//!   seconds, an unpaid hold only when its time runs out, so the last hold-life's sales would
+//!   be in and its returns not, and the share would read low for as long as the sale runs.
 //!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
 //!   back to the line, and the places just past the seats are the ones they reach.
 //!

@@ -326,9 +326,12 @@ mod tests {
     #[tokio::test]
     async fn seats_are_counted_every_tick_and_ended_holds_once_a_second() {
         let store = fresh_sqlite().await;
-        let event = seeded_event(&store, 4, |_| {}).await;
+        // Holds are judged once a hold's life old: a short life keeps the test short.
+        let life = Duration::from_millis(200);
+        let event = seeded_event(&store, 4, |e| e.hold_ttl_ms = Some(200)).await;
         let db = StoreAdmissionDb::new(store.clone());
         give_back(&store, &event, "S00001").await;
+        tokio::time::sleep(life + Duration::from_millis(50)).await;
         let first = db.availability(event.as_str()).await.unwrap();
         assert_eq!((first.available, first.holds_returned), (4, 1));
 
@@ -341,6 +344,7 @@ mod tests {
         let held = db.availability(event.as_str()).await.unwrap();
         assert_eq!((held.available, held.held_or_paying), (3, 1));
         store.release(&holder, &hold.hold_id).await.unwrap();
+        tokio::time::sleep(life + Duration::from_millis(50)).await;
         let kept = db.availability(event.as_str()).await.unwrap();
         assert_eq!((kept.available, kept.holds_returned), (4, 1));
 

@@ -423,14 +423,24 @@ impl Store {
         .await?)
     }
 
-    /// One pass over the event's ended holds: it grows with the sale's history, so callers
-    /// that ask often keep the answer a while.
+    /// One pass over the event's holds old enough to have ended, however they end: it grows
+    /// with the sale's history, so callers that ask often keep the answer a while.
+    ///
+    /// A sale ends within seconds of its hold, a hold left unpaid only when its time runs out.
+    /// Counted over every hold that has ended so far, the last hold-life's sales are in and its
+    /// returns are not, and the share given back would read low for as long as the sale runs
+    /// (most of all early, when recent holds are most of them). So only holds at least a hold's
+    /// life old are judged, each as it ended: a `held` one whose time has passed gave its seats
+    /// back even before the sweeper marks it. A payment still resolving is not judged yet.
     pub async fn ended_holds(&self, event: &EventId) -> Result<EndedHolds, Error> {
         Ok(sqlx::query_as::<_, EndedHolds>(self.sql(
-            "select coalesce(sum(case when state = 'confirmed' then 1 else 0 end), 0) as sold, \
-             coalesce(sum(case when state <> 'confirmed' then 1 else 0 end), 0) as returned \
-             from holds where event_id = $1 \
-             and state in ('confirmed', 'released', 'expired', 'abandoned')",
+            "select coalesce(sum(case when h.state = 'confirmed' then 1 else 0 end), 0) as sold, \
+             coalesce(sum(case when h.state <> 'confirmed' then 1 else 0 end), 0) as returned \
+             from holds h join events e on e.event_id = h.event_id \
+             where h.event_id = $1 \
+             and h.created_at <= NOW - MSEC(coalesce(e.hold_ttl_ms, e.hold_ttl_s * 1000)) \
+             and (h.state in ('confirmed', 'released', 'expired', 'abandoned') \
+                  or (h.state = 'held' and h.expires_at <= NOW))",
         ))
         .bind(event.as_str())
         .fetch_one(&self.pool)
