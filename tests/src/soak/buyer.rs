@@ -13,7 +13,7 @@ use super::context::{AFTER_ADMISSION, AfterAdmission, Ctx};
 use super::order;
 use super::plan::{Leave, Plan};
 use super::purchase;
-use super::stats::{FirstRange, Live};
+use super::stats::{ChanceSeen, FirstRange, Live};
 use super::waiting::{Turn, Waiter, claim_on_socket};
 
 /// Runs one buyer to the end of its journey or the run's deadline.
@@ -35,7 +35,15 @@ pub async fn run(ctx: &Ctx, plan: Plan) {
     if plan.leave == Leave::Stays
         && let Some(stated) = chance
     {
-        ctx.stats.chance(stated, after.admitted, after.held, place);
+        ctx.stats.chance(
+            stated,
+            ChanceSeen {
+                claimed: after.admitted,
+                reached: after.held,
+                place,
+                outcome: name,
+            },
+        );
     }
     ctx.stats.count(&format!("outcome_{name}"));
     // Per gateway: the buyers of a gateway killed mid-run must end like the others.

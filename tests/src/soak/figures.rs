@@ -52,6 +52,10 @@ pub struct ChanceTenth {
     /// Of the buyers, those who claimed their offer (older reports: not counted).
     #[serde(default)]
     pub claimed: u64,
+    /// How the journeys of the buyers who did not hold a seat ended, by outcome (older
+    /// reports: not counted).
+    #[serde(default)]
+    pub missed_by: BTreeMap<String, u64>,
 }
 
 /// One band of places in the whole line, by the first chance stated there: where the seats
@@ -292,9 +296,10 @@ pub fn build(i: &Inputs<'_>) -> Storm {
                 "{shown} buyers stated a chance ({} only ever shown \"not known yet\"); {} \
                  tenths with ≥ {MIN_CHANCE_SAMPLES} \
                  buyers, furthest {worst:.1} points from its tenth; {likely_claimed} of the \
-                 {likely_buyers} stated 0.5 or more claimed their offer",
+                 {likely_buyers} stated 0.5 or more claimed their offer{}",
                 p.chance_unknown,
-                judged.len()
+                judged.len(),
+                surest_missed(&seat_chance_calibration)
             )
         },
         "within ±15 points",
@@ -467,6 +472,32 @@ fn pairs(fifo: &Inversions) -> String {
     )
 }
 
+/// How the buyers told they were all but sure of a seat (the top tenth) and who did not hold
+/// one lost it, most first: "; of the 4389 stated 0.9 or more, 705 held no seat: no_seat 339,
+/// claim_failed 200, …". Where the seats covered their places, what is named is the load
+/// generator's own lateness or the race for seats, not the forecast.
+fn surest_missed(tenths: &[ChanceTenth]) -> String {
+    let Some(top) = tenths.iter().find(|t| t.stated == "0.9–1.0") else {
+        return String::new();
+    };
+    let missed = top.buyers - top.reached_seat;
+    if missed == 0 {
+        return String::new();
+    }
+    let mut by: Vec<(&String, &u64)> = top.missed_by.iter().collect();
+    by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let named: Vec<String> = by.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!(
+        "; of the {} stated 0.9 or more, {missed} held no seat: {}",
+        top.buyers,
+        if named.is_empty() {
+            "not counted".to_owned()
+        } else {
+            named.join(", ")
+        }
+    )
+}
+
 /// The middle of a tenth named "0.3–0.4".
 fn midpoint(stated: &str) -> f64 {
     let low: f64 = stated
@@ -493,6 +524,7 @@ fn calibration(p: &Partial) -> Vec<ChanceTenth> {
                 reached_seat: reached,
                 share: reached as f64 / buyers as f64,
                 claimed,
+                missed_by: p.chance_missed.get(&tenth).cloned().unwrap_or_default(),
             })
         })
         .collect()
@@ -652,11 +684,43 @@ mod tests {
         p.chance_given[9] = 100;
         p.chance_reached[9] = 80;
         p.chance_claimed[9] = 85;
+        p.chance_missed.insert(
+            9,
+            [("no_seat".into(), 5), ("claim_failed".into(), 15)].into(),
+        );
         let tenths = calibration(&p);
         assert_eq!(tenths.len(), 1);
         assert_eq!(tenths[0].stated, "0.9–1.0");
         assert!((tenths[0].share - 0.8).abs() < 1e-9);
         assert_eq!(tenths[0].claimed, 85);
+        assert_eq!(
+            surest_missed(&tenths),
+            "; of the 100 stated 0.9 or more, 20 held no seat: claim_failed 15, no_seat 5"
+        );
+    }
+
+    #[test]
+    fn journeys_that_missed_a_seat_are_counted_by_tenth_across_workers() {
+        use crate::soak::stats::{ChanceSeen, Stats};
+        let seen = |reached, outcome| ChanceSeen {
+            claimed: true,
+            reached,
+            place: Some(10),
+            outcome,
+        };
+        let (one, two) = (Stats::default(), Stats::default());
+        one.chance(Some(0.95), seen(false, "no_seat"));
+        one.chance(Some(0.95), seen(true, "bought"));
+        two.chance(Some(0.97), seen(false, "no_seat"));
+        two.chance(Some(0.15), seen(false, "claim_failed"));
+        let mut p = one.partial(0);
+        p.merge(two.partial(1));
+        let tenths = calibration(&p);
+        let top = tenths.iter().find(|t| t.stated == "0.9–1.0").unwrap();
+        assert_eq!((top.buyers, top.reached_seat), (3, 1));
+        assert_eq!(top.missed_by, [("no_seat".to_owned(), 2)].into());
+        let low = tenths.iter().find(|t| t.stated == "0.1–0.2").unwrap();
+        assert_eq!(low.missed_by, [("claim_failed".to_owned(), 1)].into());
     }
 
     #[test]

@@ -109,6 +109,11 @@ pub struct Partial {
     /// could not reach a seat however many were left.
     #[serde(default)]
     pub chance_claimed: Vec<u64>,
+    /// Of the same buyers who did not hold a seat, by tenth: how each journey ended, so a
+    /// place the seats covered but a buyer lost (an offer read too late, a race for the last
+    /// seats) is told from a wrong forecast.
+    #[serde(default)]
+    pub chance_missed: BTreeMap<usize, BTreeMap<String, u64>>,
     #[serde(default)]
     pub chance_unknown: u64,
     /// The same buyers by their place in the whole line when first stated, in bands of
@@ -299,6 +304,17 @@ struct Inner {
 }
 
 /// The tenth a chance falls in: 0.0–0.1 → 0, …, 0.9–1.0 (and 1.0 itself) → 9.
+/// What became of a buyer stated a chance of a seat.
+#[derive(Clone, Copy, Debug)]
+pub struct ChanceSeen<'a> {
+    pub claimed: bool,
+    pub reached: bool,
+    /// Its place in the whole line when first stated.
+    pub place: Option<u64>,
+    /// How its journey ended (`bought`, `no_seat`, `claim_failed`, …).
+    pub outcome: &'a str,
+}
+
 pub fn chance_bucket(p: f64) -> usize {
     ((p.max(0.0) * CHANCE_BUCKETS as f64) as usize).min(CHANCE_BUCKETS - 1)
 }
@@ -427,8 +443,15 @@ impl Stats {
     }
 
     /// The first chance of a seat a staying buyer was stated (`None`: only ever shown as not
-    /// known yet), whether it claimed its offer and whether it went on to hold a seat.
-    pub fn chance(&self, stated: Option<f64>, claimed: bool, reached: bool, place: Option<u64>) {
+    /// known yet), whether it claimed its offer and whether it went on to hold a seat, and how
+    /// its journey ended.
+    pub fn chance(&self, stated: Option<f64>, seen: ChanceSeen) {
+        let ChanceSeen {
+            claimed,
+            reached,
+            place,
+            outcome,
+        } = seen;
         self.with(|i| {
             let p = &mut i.partial;
             let Some(chance) = stated else {
@@ -452,6 +475,13 @@ impl Stats {
             p.chance_given[tenth] += 1;
             p.chance_reached[tenth] += u64::from(reached);
             p.chance_claimed[tenth] += u64::from(claimed);
+            if !reached {
+                *p.chance_missed
+                    .entry(tenth)
+                    .or_default()
+                    .entry(outcome.to_owned())
+                    .or_default() += 1;
+            }
         });
     }
 
@@ -538,6 +568,12 @@ impl Partial {
             mine.resize(CHANCE_BUCKETS, 0);
             for (m, t) in mine.iter_mut().zip(theirs) {
                 *m += t;
+            }
+        }
+        for (tenth, outcomes) in other.chance_missed {
+            let mine = self.chance_missed.entry(tenth).or_default();
+            for (outcome, n) in outcomes {
+                *mine.entry(outcome).or_default() += n;
             }
         }
         self.chance_unknown += other.chance_unknown;
