@@ -27,6 +27,7 @@
 //!   As with the claim share, only holds a hold's life old are judged: a sale ends within
 //!   seconds, an unpaid hold only when its time runs out, so the last hold-life's sales would
 //!   be in and its returns not, and the share would read low for as long as the sale runs.
+//!   For the sale's first hold-life it is the prior alone.
 //!   Measured, not assumed: in a storm, seats held by buyers who leave or whose card fails come
 //!   back to the line, and the places just past the seats are the ones they reach.
 //!

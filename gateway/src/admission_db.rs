@@ -327,8 +327,9 @@ mod tests {
     async fn seats_are_counted_every_tick_and_ended_holds_once_a_second() {
         let store = fresh_sqlite().await;
         // Holds are judged once a hold's life old: a short life keeps the test short.
-        let life = Duration::from_millis(200);
-        let event = seeded_event(&store, 4, |e| e.hold_ttl_ms = Some(200)).await;
+        const LIFE_MS: u64 = 100;
+        let life = Duration::from_millis(LIFE_MS);
+        let event = seeded_event(&store, 4, |e| e.hold_ttl_ms = Some(LIFE_MS as i64)).await;
         let db = StoreAdmissionDb::new(store.clone());
         give_back(&store, &event, "S00001").await;
         tokio::time::sleep(life + Duration::from_millis(50)).await;

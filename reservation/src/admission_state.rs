@@ -431,7 +431,10 @@ impl Store {
     /// returns are not, and the share given back would read low for as long as the sale runs
     /// (most of all early, when recent holds are most of them). So only holds at least a hold's
     /// life old are judged, each as it ended: a `held` one whose time has passed gave its seats
-    /// back even before the sweeper marks it. A payment still resolving is not judged yet.
+    /// back even before the sweeper marks it. A payment still resolving, and a hold extended
+    /// while its buyer pays, are judged when they end: their returns (a payment abandoned, an
+    /// extended hold running out) still trail their sales, but they are few beside the holds
+    /// left unpaid.
     pub async fn ended_holds(&self, event: &EventId) -> Result<EndedHolds, Error> {
         Ok(sqlx::query_as::<_, EndedHolds>(self.sql(
             "select coalesce(sum(case when h.state = 'confirmed' then 1 else 0 end), 0) as sold, \

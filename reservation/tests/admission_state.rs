@@ -2,8 +2,8 @@
 //! Admission's durable state on both databases: live controls with a version, session counts,
 //! the checkpoint that only moves forward within an epoch, generated settings kept once.
 
-use reservation::testing::{fresh_postgres, fresh_sqlite, seeded_event, session};
-use reservation::{AdmissionPatch, EndedHolds, QueueCheckpoint, Store};
+use reservation::testing::{fresh_postgres, fresh_sqlite, group_counts, seeded_event, session};
+use reservation::{AdmissionPatch, EndedHolds, EventId, QueueCheckpoint, Store};
 
 async fn story(store: Store) {
     let event = seeded_event(&store, 4, |e| {
@@ -179,20 +179,12 @@ async fn story(store: Store) {
     );
 }
 
-/// How the chance of a seat learns the share of held seats that come back: holds are judged
-/// once a hold's life has passed since they were taken, as they ended, so a quick sale is not
-/// counted before the unpaid holds beside it have had the time to run out.
-async fn ended_holds(store: Store) {
-    const LIFE_MS: u64 = 400;
-    let event = seeded_event(&store, 4, |e| e.hold_ttl_ms = Some(LIFE_MS as i64)).await;
-    let take = |seat: &'static str| {
-        let store = store.clone();
-        let event = event.clone();
-        async move {
-            let holder = session(&store, &event).await;
-            let hold = store.hold(&holder, &[seat.parse().unwrap()]).await.unwrap();
-            (holder, hold.hold_id)
-        }
+/// One hold of each ending on `event`: released, sold, left unpaid, and paying (unresolved).
+async fn every_ending(store: &Store, event: &EventId) {
+    let take = |seat: &'static str| async move {
+        let holder = session(store, event).await;
+        let hold = store.hold(&holder, &[seat.parse().unwrap()]).await.unwrap();
+        (holder, hold.hold_id)
     };
     let (released_by, released) = take("S00001").await;
     store.release(&released_by, &released).await.unwrap();
@@ -202,32 +194,52 @@ async fn ended_holds(store: Store) {
         .await
         .unwrap();
     store
-        .finalize(&paid.attempt_id, Some("pi_1"))
+        .finalize(&paid.attempt_id, Some(&format!("pi_{}", event.as_str())))
         .await
         .unwrap();
     // Left unpaid: its seat comes back when its time runs out, before any sweep marks it.
     take("S00003").await;
+    let (payer, paying) = take("S00004").await;
+    store
+        .begin_payment(&payer, &paying, "pm_card_visa")
+        .await
+        .unwrap();
+}
+
+/// How the chance of a seat learns the share of held seats that come back: holds are judged
+/// once a hold's life has passed since they were taken, as they ended, so a quick sale is not
+/// counted before the unpaid holds beside it have had the time to run out.
+async fn ended_holds(store: Store) {
+    // Long enough for every step of `every_ending` on a loaded machine: a hold must still be
+    // live when its payment begins.
+    const LIFE_MS: u64 = 2_000;
+    let young = seeded_event(&store, 4, |e| e.hold_ttl_s = 300).await;
+    let old = seeded_event(&store, 4, |e| e.hold_ttl_ms = Some(LIFE_MS as i64)).await;
+    every_ending(&store, &young).await;
+    every_ending(&store, &old).await;
+    tokio::time::sleep(std::time::Duration::from_millis(LIFE_MS + 300)).await;
     assert_eq!(
-        store.ended_holds(&event).await.unwrap(),
+        store.ended_holds(&young).await.unwrap(),
         EndedHolds {
             sold: 0,
             returned: 0
         },
-        "a sale and a release seconds old are not judged while the unpaid hold beside them runs"
+        "a sale and a release younger than a hold's life are not judged while the unpaid hold \
+         beside them runs"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(LIFE_MS + 200)).await;
-    let (_, young) = take("S00004").await;
     assert_eq!(
-        store.ended_holds(&event).await.unwrap(),
+        store.ended_holds(&old).await.unwrap(),
         EndedHolds {
             sold: 1,
             returned: 2
         },
-        "a hold's life later: the sale, the release and the hold that ran out, not the new hold"
+        "a hold's life later: the sale, the release and the hold that ran out; not the payment \
+         still resolving"
     );
     assert_eq!(
-        store.get_hold(&young).await.unwrap().state,
-        reservation::HoldState::Held
+        group_counts(&store, "holds", "state").await.get("held"),
+        Some(&2),
+        "the hold that ran out is judged given back before the sweeper marks it"
     );
 }
 

@@ -303,11 +303,12 @@ struct Inner {
     histograms: BTreeMap<&'static str, Histogram<u64>>,
 }
 
-/// The tenth a chance falls in: 0.0–0.1 → 0, …, 0.9–1.0 (and 1.0 itself) → 9.
 /// What became of a buyer stated a chance of a seat.
 #[derive(Clone, Copy, Debug)]
 pub struct ChanceSeen<'a> {
+    /// Whether it claimed its offer.
     pub claimed: bool,
+    /// Whether it went on to hold a seat.
     pub reached: bool,
     /// Its place in the whole line when first stated.
     pub place: Option<u64>,
@@ -315,6 +316,7 @@ pub struct ChanceSeen<'a> {
     pub outcome: &'a str,
 }
 
+/// The tenth a chance falls in: 0.0–0.1 → 0, …, 0.9–1.0 (and 1.0 itself) → 9.
 pub fn chance_bucket(p: f64) -> usize {
     ((p.max(0.0) * CHANCE_BUCKETS as f64) as usize).min(CHANCE_BUCKETS - 1)
 }
