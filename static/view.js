@@ -9,6 +9,8 @@ export function show(view, { focus = true } = {}) {
   const app = $('app');
   if (app.dataset.view === view) return;
   app.dataset.view = view;
+  // The page is busy only until its script shows a first view.
+  app.removeAttribute('aria-busy');
   for (const panel of app.querySelectorAll('[data-panel]')) {
     panel.hidden = panel.dataset.panel !== view;
   }

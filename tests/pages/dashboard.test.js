@@ -232,10 +232,12 @@ test('the key form is offered only once the page can take it: a page whose scrip
   assert.equal(await h.view(page), 'loading');
   assert.equal(await page.isVisible('#key-form'), false, 'no key form before the page can take it');
   assert.match(await page.textContent('[data-panel="loading"]'), /Loading/);
+  assert.equal(await page.getAttribute('#app', 'aria-busy'), 'true', 'told busy to assistive technology');
 
   await context.unroute('**/static/admin.js');
   await page.reload();
   await h.waitForView(page, 'key');
+  assert.equal(await page.getAttribute('#app', 'aria-busy'), null, 'no longer busy once the form shows');
   await page.fill('#key', process.env.FLOODGATE_ORGANIZER_KEY);
   await page.click('#key-form button[type="submit"]');
   await h.waitForView(page, 'dashboard');
